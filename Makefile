@@ -1,0 +1,57 @@
+# Tensor by Tensor: every target bootstraps .venv on first use, so a fresh clone needs only Python 3.10+ and make.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+TORCH_VERSION := 2.13.0
+
+# On Linux, PyPI's torch is a multi-GB CUDA build; the CPU wheel from PyTorch's own index is what a laptop needs.
+# For a CUDA machine: make test TORCH_SPEC=torch==$(TORCH_VERSION) TORCH_INDEX=
+ifeq ($(shell uname -s),Linux)
+TORCH_SPEC ?= torch==$(TORCH_VERSION)+cpu
+TORCH_INDEX ?= --extra-index-url https://download.pytorch.org/whl/cpu
+else
+TORCH_SPEC ?= torch==$(TORCH_VERSION)
+TORCH_INDEX ?=
+endif
+
+# One thread and a fixed hash seed: the stored outputs must come out the same on every machine.
+RUN := env OMP_NUM_THREADS=$${OMP_NUM_THREADS:-1} PYTHONHASHSEED=0 MPLBACKEND=Agg
+NOTEBOOKS := $(sort $(wildcard notebooks/[0-9][0-9]-*.ipynb))
+
+.PHONY: help venv lab test execute lint clean
+
+help:
+	@echo "make lab      open the course in JupyterLab"
+	@echo "make test     run every test: companion unit tests, notebook conventions, nbval on every notebook"
+	@echo "make execute  re-execute every notebook top to bottom (the only way stored outputs change)"
+	@echo "make lint     ruff over companion/, tests/ and notebooks/"
+
+venv: $(STAMP)
+
+$(STAMP): pyproject.toml constraints.txt
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 10) else "Python 3.10+ is needed; set PYTHON=python3.x")'
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	# torch alone from its index (no deps, so only this one lookup goes there), then the rest from PyPI.
+	$(BIN)/python -m pip install --quiet --no-deps $(TORCH_INDEX) "$(TORCH_SPEC)"
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e ".[course]"
+	touch $@
+
+lab: $(STAMP)
+	$(RUN) $(BIN)/jupyter lab --ServerApp.root_dir=notebooks
+
+test: $(STAMP)
+	$(RUN) $(BIN)/python -m pytest --nbval --nbval-current-env tests notebooks
+
+execute: $(STAMP)
+	$(RUN) $(BIN)/jupyter nbconvert --to notebook --execute --inplace \
+		--ExecutePreprocessor.kernel_name=python3 --ExecutePreprocessor.record_timing=False \
+		--ExecutePreprocessor.timeout=300 $(if $(NB),$(NB),$(NOTEBOOKS))
+
+lint: $(STAMP)
+	$(BIN)/ruff check companion tests notebooks
+	$(BIN)/ruff format --check companion tests
+
+clean:
+	rm -rf $(VENV) build *.egg-info

@@ -1,0 +1,268 @@
+"""The course's notebook conventions as rules: each takes a notebook (nbformat JSON as a dict), returns problems.
+
+The README's "Notebook conventions" section explains each rule; tests/test_notebooks.py applies them to every
+lesson, and tests/test_notebook_rules.py breaks a good notebook once per rule to prove each rule can fail.
+"""
+
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+NOTEBOOK_DIR = ROOT / "notebooks"
+GLOSSARY = NOTEBOOK_DIR / "GLOSSARY.md"
+
+CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
+ADDRESS = re.compile(r"\bat 0x[0-9a-fA-F]{4,}|\b0x[0-9a-fA-F]{8,}\b")
+MACHINE_PATH = re.compile(r"/tmp/|/home/|/root/|/Users/|/private/var/|site-packages|[A-Za-z]:\\Users")
+# What a leaked warning looks like: "file.py:12: UserWarning: ..."
+WARNING_LINE = re.compile(r":\d+: \w*Warning:")
+UNCHECKED_TAGS = {"nbval-ignore-output", "nbval-skip"}
+UNCHECKED_REASON = "# Not checked by nbval:"
+PASS_MARK = "✓ Correct / 正确"
+OUTPUT_FENCE = re.compile(r"^```output:([\w-]+)\n(.*?)^```", re.S | re.M)
+
+
+def source(cell: dict) -> str:
+    """A cell's source as one string (nbformat allows a list of lines)."""
+    src = cell.get("source", "")
+    return "".join(src) if isinstance(src, list) else src
+
+
+def tags(cell: dict) -> set[str]:
+    """A cell's tags."""
+    return set(cell.get("metadata", {}).get("tags", []))
+
+
+def output_text(output: dict) -> str:
+    """The text a learner sees for one output: stream text, or text/plain of a result or display."""
+    if output.get("output_type") == "stream":
+        text = output.get("text", "")
+    elif output.get("output_type") == "error":
+        return f"{output.get('ename')}: {output.get('evalue')}"
+    else:
+        text = output.get("data", {}).get("text/plain", "")
+    return "".join(text) if isinstance(text, list) else text
+
+
+def cell_text(cell: dict) -> str:
+    """All text outputs of a code cell, joined in order."""
+    return "".join(output_text(o) for o in cell.get("outputs", []))
+
+
+def code_cells(nb: dict) -> list[dict]:
+    """The non-empty code cells, in order."""
+    return [c for c in nb["cells"] if c["cell_type"] == "code"]
+
+
+def prose(text: str) -> str:
+    """Markdown without code: fenced blocks, inline code, maths and link targets removed."""
+    text = re.sub(r"```.*?```", " ", text, flags=re.S)
+    text = re.sub(r"`[^`]*`", " ", text)
+    text = re.sub(r"\$\$.*?\$\$|\$[^$]*\$", " ", text, flags=re.S)
+    return re.sub(r"\]\([^)]*\)", "]", text)
+
+
+def markdown_pairs(nb: dict) -> list[tuple[dict, dict]]:
+    """(English, Chinese) markdown cells, each English cell with the cell right after it."""
+    cells = nb["cells"]
+    return [
+        (cell, cells[i + 1])
+        for i, cell in enumerate(cells[:-1])
+        if cell["cell_type"] == "markdown" and "lang-en" in tags(cell)
+    ]
+
+
+def rule_kernelspec(nb: dict) -> list[str]:
+    name = nb.get("metadata", {}).get("kernelspec", {}).get("name")
+    return [] if name == "python3" else [f"kernelspec is {name!r}, must be 'python3'"]
+
+
+def rule_markdown_tagged_and_paired(nb: dict) -> list[str]:
+    problems = []
+    cells = nb["cells"]
+    for i, cell in enumerate(cells):
+        if cell["cell_type"] != "markdown":
+            continue
+        langs = tags(cell) & {"lang-en", "lang-zh"}
+        if len(langs) != 1:
+            problems.append(f"cell {i}: a markdown cell needs exactly one of the tags lang-en, lang-zh")
+        elif "lang-en" in langs:
+            after = cells[i + 1] if i + 1 < len(cells) else None
+            if after is None or after["cell_type"] != "markdown" or "lang-zh" not in tags(after):
+                problems.append(f"cell {i}: English cell not followed by its lang-zh twin")
+        elif i == 0 or "lang-en" not in tags(cells[i - 1]):
+            problems.append(f"cell {i}: Chinese cell without the English cell right before it")
+    return problems
+
+
+def rule_language_matches_tag(nb: dict) -> list[str]:
+    problems = []
+    for i, cell in enumerate(nb["cells"]):
+        text = source(cell)
+        if "lang-en" in tags(cell) and CJK.search(text):
+            problems.append(f"cell {i}: lang-en cell contains Chinese: {CJK.search(text).group(0)!r}")
+        if "lang-zh" in tags(cell) and not CJK.search(prose(text)):
+            problems.append(f"cell {i}: lang-zh cell contains no Chinese prose")
+    return problems
+
+
+def rule_title_first(nb: dict) -> list[str]:
+    cells = nb["cells"]
+    if len(cells) < 2 or not all(source(c).startswith("# ") for c in cells[:2]):
+        return ["the notebook must open with its title as a '# ' heading, English then Chinese"]
+    return []
+
+
+def rule_setup_cell_first(nb: dict) -> list[str]:
+    code = code_cells(nb)
+    if not code or "setup_notebook(" not in source(code[0]):
+        return ["the first code cell must call companion.course.setup_notebook()"]
+    if any("setup_notebook(" in source(c) for c in code[1:]):
+        return ["setup_notebook() belongs in the first code cell only"]
+    return []
+
+
+def rule_executed_in_order(nb: dict) -> list[str]:
+    problems = []
+    code = code_cells(nb)
+    for i, cell in enumerate(code, start=1):
+        if not source(cell).strip():
+            problems.append(f"code cell {i} is empty: delete it")
+        if cell.get("execution_count") != i:
+            problems.append(
+                f"code cell {i} has execution_count {cell.get('execution_count')}, expected {i}: "
+                "run `make execute` (top to bottom, fresh kernel)"
+            )
+    if not code:
+        problems.append("the notebook has no code cells")
+    return problems
+
+
+def rule_clean_outputs(nb: dict) -> list[str]:
+    problems = []
+    for i, cell in enumerate(code_cells(nb), start=1):
+        raises = "raises-exception" in tags(cell)
+        errors = [o for o in cell.get("outputs", []) if o.get("output_type") == "error"]
+        if raises and not errors:
+            problems.append(f"code cell {i} is tagged raises-exception but stored no error")
+        if errors and not raises:
+            problems.append(f"code cell {i} stored an error but is not tagged raises-exception")
+        for output in cell.get("outputs", []):
+            text = output_text(output)
+            if output.get("output_type") == "stream" and output.get("name") == "stderr":
+                problems.append(f"code cell {i} wrote to stderr: {text[:80]!r}")
+            if WARNING_LINE.search(text):
+                problems.append(f"code cell {i} stored a warning: {text[:80]!r}")
+            if ADDRESS.search(text):
+                problems.append(f"code cell {i} stored a memory address: {ADDRESS.search(text).group(0)}")
+            if MACHINE_PATH.search(text):
+                problems.append(f"code cell {i} stored a machine path: {MACHINE_PATH.search(text).group(0)}")
+    return problems
+
+
+def rule_unchecked_cells_say_why(nb: dict) -> list[str]:
+    problems = []
+    for i, cell in enumerate(code_cells(nb), start=1):
+        text = source(cell)
+        if "NBVAL_" in text:
+            problems.append(f"code cell {i}: use cell tags, not NBVAL_ comment markers")
+        if tags(cell) & UNCHECKED_TAGS and not text.startswith(UNCHECKED_REASON):
+            problems.append(f"code cell {i} is not checked by nbval; its first line must be '{UNCHECKED_REASON} <why>'")
+    return problems
+
+
+def rule_documented_outputs(nb: dict) -> list[str]:
+    problems = []
+    documented = {}
+    for tag in (t for c in code_cells(nb) for t in tags(c) if t.startswith("output:")):
+        documented.setdefault(tag.removeprefix("output:"), []).append(tag)
+    for name, found in documented.items():
+        if len(found) > 1:
+            problems.append(f"output:{name} tags {len(found)} code cells; a name tags one cell")
+    stored = {
+        t.removeprefix("output:"): cell_text(c) for c in code_cells(nb) for t in tags(c) if t.startswith("output:")
+    }
+    seen = {"lang-en": set(), "lang-zh": set()}
+    for i, cell in enumerate(nb["cells"]):
+        if cell["cell_type"] != "markdown":
+            continue
+        for name, stated in OUTPUT_FENCE.findall(source(cell)):
+            for lang in seen.keys() & tags(cell):
+                seen[lang].add(name)
+            if name not in stored:
+                problems.append(f"cell {i} states output:{name}, but no code cell is tagged output:{name}")
+            elif stated.rstrip() != stored[name].rstrip():
+                problems.append(f"cell {i}: the stated output:{name} differs from the stored output")
+    for name in stored:
+        for lang, names in seen.items():
+            if name not in names:
+                problems.append(f"output:{name} is tagged but no {lang} cell states it")
+    return problems
+
+
+def rule_exercises_self_checked(nb: dict) -> list[str]:
+    code = code_cells(nb)
+    solutions = [i for i, c in enumerate(code) if "solution" in tags(c)]
+    if not solutions:
+        return ["the lesson has no exercise: no code cell is tagged solution"]
+    problems = []
+    for i in solutions:
+        check = code[i + 1] if i + 1 < len(code) else None
+        if check is None or "check_" not in source(check) or "solution" in tags(check):
+            problems.append(f"solution in code cell {i + 1} is not followed by a self-check cell calling check_...")
+        elif not cell_text(check).startswith(PASS_MARK):
+            problems.append(f"the self-check in code cell {i + 2} did not store the pass line '{PASS_MARK}'")
+    return problems
+
+
+def rule_errata_proven(nb: dict) -> list[str]:
+    problems = []
+    cells = nb["cells"]
+    for english, chinese in markdown_pairs(nb):
+        if "Errata" not in source(english).split("\n", 1)[0]:
+            continue
+        if "勘误" not in source(chinese).split("\n", 1)[0]:
+            problems.append("an Errata cell's Chinese twin must open with 勘误")
+        after = cells[cells.index(chinese) + 1 :]
+        if not after or after[0]["cell_type"] != "code":
+            problems.append("an Errata note must be followed by a code cell that proves the correction")
+    return problems
+
+
+def load_glossary(path: Path = GLOSSARY) -> dict[str, str]:
+    """English term -> Chinese term, from the glossary's markdown table."""
+    terms, in_table = {}, False
+    for line in path.read_text(encoding="utf-8").splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if in_table and len(cells) >= 2 and CJK.search(cells[1]):
+            terms[cells[0]] = cells[1]
+        in_table = in_table or line.startswith("| ---")
+    return terms
+
+
+def rule_glossary_terms(nb: dict, glossary: dict[str, str] | None = None) -> list[str]:
+    glossary = load_glossary() if glossary is None else glossary
+    problems = []
+    for english, chinese in markdown_pairs(nb):
+        en_text, zh_text = prose(source(english)).lower(), prose(source(chinese))
+        for en_term, zh_term in glossary.items():
+            if re.search(rf"\b{re.escape(en_term.lower())}", en_text) and zh_term not in zh_text:
+                first = source(english).split("\n", 1)[0][:50]
+                problems.append(f"'{first}': English says {en_term!r}, Chinese twin lacks the glossary term {zh_term}")
+    return problems
+
+
+RULES = [
+    rule_kernelspec,
+    rule_markdown_tagged_and_paired,
+    rule_language_matches_tag,
+    rule_title_first,
+    rule_setup_cell_first,
+    rule_executed_in_order,
+    rule_clean_outputs,
+    rule_unchecked_cells_say_why,
+    rule_documented_outputs,
+    rule_exercises_self_checked,
+    rule_errata_proven,
+    rule_glossary_terms,
+]

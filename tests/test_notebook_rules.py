@@ -1,0 +1,198 @@
+"""Each convention rule catches the break it exists for: a good lesson passes, a broken copy of it fails."""
+
+import copy
+import json
+
+import pytest
+
+import notebook_rules as rules
+
+GOOD = json.loads((rules.NOTEBOOK_DIR / "00-how-to-use-this-course.ipynb").read_text(encoding="utf-8"))
+
+
+def md(text: str, lang: str) -> dict:
+    return {"cell_type": "markdown", "metadata": {"tags": [lang]}, "source": text}
+
+
+def first(nb: dict, predicate) -> dict:
+    return next(cell for cell in nb["cells"] if predicate(cell))
+
+
+def first_code_with_output(nb: dict) -> dict:
+    return first(nb, lambda c: c["cell_type"] == "code" and c.get("outputs") and not rules.tags(c))
+
+
+def set_kernel(nb):
+    nb["metadata"]["kernelspec"]["name"] = "python2"
+
+
+def untag_markdown(nb):
+    first(nb, lambda c: c["cell_type"] == "markdown")["metadata"]["tags"] = []
+
+
+def swap_pair(nb):
+    nb["cells"][0], nb["cells"][1] = nb["cells"][1], nb["cells"][0]
+
+
+def drop_chinese_twin(nb):
+    del nb["cells"][1]
+
+
+def chinese_in_english(nb):
+    nb["cells"][2]["source"] += "\n张量"
+
+
+def english_in_chinese(nb):
+    nb["cells"][3]["source"] = "## Only English here, `张量` in code does not count"
+
+
+def no_title(nb):
+    nb["cells"][0]["source"] = "Welcome"
+
+
+def no_setup(nb):
+    rules.code_cells(nb)[0]["source"] = "import torch"
+
+
+def never_executed(nb):
+    for cell in rules.code_cells(nb):
+        cell["execution_count"], cell["outputs"] = None, []
+
+
+def out_of_order(nb):
+    rules.code_cells(nb)[1]["execution_count"] = 9
+
+
+def empty_code_cell(nb):
+    rules.code_cells(nb)[1]["source"] = ""
+
+
+def stderr_output(nb):
+    first_code_with_output(nb)["outputs"].append({"output_type": "stream", "name": "stderr", "text": "oops\n"})
+
+
+def warning_in_stdout(nb):
+    warning = "/x/ipykernel_1/1.py:2: UserWarning: careful\n"
+    first_code_with_output(nb)["outputs"].append({"output_type": "stream", "name": "stdout", "text": warning})
+
+
+def address_in_output(nb):
+    first_code_with_output(nb)["outputs"][0]["text"] = "<torch._C.Generator at 0x7f3a2c1b9e10>"
+
+
+def path_in_output(nb):
+    first_code_with_output(nb)["outputs"][0]["text"] = "saved to /home/ada/model.pt"
+
+
+def untagged_error(nb):
+    error = {"output_type": "error", "ename": "ValueError", "evalue": "x", "traceback": []}
+    first_code_with_output(nb)["outputs"] = [error]
+
+
+def raises_tag_without_error(nb):
+    first_code_with_output(nb)["metadata"]["tags"] = ["raises-exception"]
+
+
+def ignored_without_reason(nb):
+    first_code_with_output(nb)["metadata"]["tags"] = ["nbval-ignore-output"]
+
+
+def nbval_comment_marker(nb):
+    cell = first_code_with_output(nb)
+    cell["source"] = "# NBVAL_IGNORE_OUTPUT\n" + rules.source(cell)
+
+
+def stated_output_differs(nb):
+    cell = first(nb, lambda c: "```output:" in rules.source(c))
+    cell["source"] = rules.source(cell).replace("1.5410", "1.5411")
+
+
+def stated_output_missing_in_chinese(nb):
+    cell = first(nb, lambda c: "```output:" in rules.source(c) and "lang-zh" in rules.tags(c))
+    cell["source"] = "只剩下中文说明，没有输出。"
+
+
+def no_solution(nb):
+    first(nb, lambda c: "solution" in rules.tags(c))["metadata"]["tags"] = []
+
+
+def failing_self_check(nb):
+    cells = rules.code_cells(nb)
+    solution = next(i for i, c in enumerate(cells) if "solution" in rules.tags(c))
+    cells[solution + 1]["outputs"] = [{"output_type": "stream", "name": "stdout", "text": "hint: reseed\n"}]
+
+
+def errata_without_proof(nb):
+    nb["cells"][2:2] = [md("## Errata: an old claim", "lang-en"), md("## 勘误：一个旧说法", "lang-zh"), md("# x", "lang-en")]
+
+
+def errata_without_chinese_heading(nb):
+    nb["cells"][2:2] = [md("## Errata: an old claim", "lang-en"), md("## 说明：旧说法", "lang-zh")]
+
+
+def glossary_term_dropped(nb):
+    for cell in nb["cells"]:
+        if "lang-zh" in rules.tags(cell):
+            cell["source"] = rules.source(cell).replace("张量", "tensor")
+
+
+BREAKS = [
+    (rules.rule_kernelspec, set_kernel),
+    (rules.rule_markdown_tagged_and_paired, untag_markdown),
+    (rules.rule_markdown_tagged_and_paired, swap_pair),
+    (rules.rule_markdown_tagged_and_paired, drop_chinese_twin),
+    (rules.rule_language_matches_tag, chinese_in_english),
+    (rules.rule_language_matches_tag, english_in_chinese),
+    (rules.rule_title_first, no_title),
+    (rules.rule_setup_cell_first, no_setup),
+    (rules.rule_executed_in_order, never_executed),
+    (rules.rule_executed_in_order, out_of_order),
+    (rules.rule_executed_in_order, empty_code_cell),
+    (rules.rule_clean_outputs, stderr_output),
+    (rules.rule_clean_outputs, warning_in_stdout),
+    (rules.rule_clean_outputs, address_in_output),
+    (rules.rule_clean_outputs, path_in_output),
+    (rules.rule_clean_outputs, untagged_error),
+    (rules.rule_clean_outputs, raises_tag_without_error),
+    (rules.rule_unchecked_cells_say_why, ignored_without_reason),
+    (rules.rule_unchecked_cells_say_why, nbval_comment_marker),
+    (rules.rule_documented_outputs, stated_output_differs),
+    (rules.rule_documented_outputs, stated_output_missing_in_chinese),
+    (rules.rule_exercises_self_checked, no_solution),
+    (rules.rule_exercises_self_checked, failing_self_check),
+    (rules.rule_errata_proven, errata_without_proof),
+    (rules.rule_errata_proven, errata_without_chinese_heading),
+    (rules.rule_glossary_terms, glossary_term_dropped),
+]
+
+
+def test_every_rule_has_a_break():
+    assert {rule for rule, _ in BREAKS} == set(rules.RULES)
+
+
+@pytest.mark.parametrize("rule", rules.RULES, ids=lambda rule: rule.__name__)
+def test_the_good_notebook_passes(rule):
+    assert rule(GOOD) == []
+
+
+@pytest.mark.parametrize(("rule", "breaks"), BREAKS, ids=[b.__name__ for _, b in BREAKS])
+def test_rule_catches_break(rule, breaks):
+    broken = copy.deepcopy(GOOD)
+    breaks(broken)
+    problems = rule(broken)
+    assert problems, f"{rule.__name__} did not notice {breaks.__name__}"
+    assert all(isinstance(p, str) and len(p) > 10 for p in problems)
+
+
+def test_unexecuted_notebook_fails_more_than_one_rule():
+    broken = copy.deepcopy(GOOD)
+    never_executed(broken)
+    failing = [rule.__name__ for rule in rules.RULES if rule(broken)]
+    assert failing == ["rule_executed_in_order", "rule_documented_outputs", "rule_exercises_self_checked"]
+
+
+def test_glossary_loads_terms_from_the_table_only():
+    glossary = rules.load_glossary()
+    assert glossary["stride"] == "步幅" and glossary["padding"] == "填充" and glossary["tensor"] == "张量"
+    assert "English" not in glossary and "logit" not in glossary
+    assert len(set(glossary.values())) == len(glossary), "one Chinese term per English term"
