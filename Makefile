@@ -16,7 +16,7 @@ TORCH_INDEX ?=
 endif
 
 # One thread and a fixed hash seed: the stored outputs must come out the same on every machine.
-RUN := env OMP_NUM_THREADS=$${OMP_NUM_THREADS:-1} PYTHONHASHSEED=0 MPLBACKEND=Agg
+RUN := env OMP_NUM_THREADS=$${OMP_NUM_THREADS:-1} PYTHONHASHSEED=0
 NOTEBOOKS := $(sort $(wildcard notebooks/[0-9][0-9]-*.ipynb))
 
 .PHONY: help venv lab test execute lint clean

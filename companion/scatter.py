@@ -98,7 +98,7 @@ def plot_scatter(self: torch.Tensor, dim: int, index: torch.Tensor, src: torch.T
     if self.dim() != 2 or src.dim() != 2:
         raise ValueError("plot_scatter draws 2-d tensors only: pass self and src with two dimensions")
     out = scatter_reference(self, dim, index, src)
-    colours = plt.get_cmap("tab20").colors
+    colours = plt.get_cmap("tab10").colors
     landed = {}  # target cell -> source cell, the last write wins as in the reference loop
     for row, col in itertools.product(range(index.shape[0]), range(index.shape[1])):
         target = (int(index[row, col]), col) if dim == 0 else (row, int(index[row, col]))
@@ -119,6 +119,8 @@ def plot_scatter(self: torch.Tensor, dim: int, index: torch.Tensor, src: torch.T
         ax.set_xticks([c + 0.5 for c in range(tensor.shape[1])], range(tensor.shape[1]))
         ax.set_yticks([r + 0.5 for r in range(tensor.shape[0])], range(tensor.shape[0]))
         ax.tick_params(length=0)
+        ax.set_xlabel("column / 列")
+        ax.set_ylabel("row / 行")
         for spine in ax.spines.values():
             spine.set_visible(False)
         ax.set_title(title, fontsize=11)
