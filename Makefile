@@ -17,6 +17,8 @@ endif
 
 # One thread and a fixed hash seed: the stored outputs must come out the same on every machine.
 RUN := env OMP_NUM_THREADS=$${OMP_NUM_THREADS:-1} PYTHONHASHSEED=0
+# Jupyter refuses to run as root unless told to (containers and CI often are root).
+ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
 NOTEBOOKS := $(sort $(wildcard notebooks/[0-9][0-9]-*.ipynb))
 
 .PHONY: help venv lab test execute lint clean
@@ -39,7 +41,7 @@ $(STAMP): pyproject.toml constraints.txt
 	touch $@
 
 lab: $(STAMP)
-	$(RUN) $(BIN)/jupyter lab --ServerApp.root_dir=notebooks
+	$(RUN) $(BIN)/jupyter lab --ServerApp.root_dir=notebooks $(ALLOW_ROOT) $(LAB_ARGS)
 
 test: $(STAMP)
 	$(RUN) $(BIN)/python -m pytest --nbval --nbval-current-env tests notebooks

@@ -67,7 +67,7 @@ def _check_scatter_args(self, dim, index, src, reduce) -> None:
             raise TypeError(f"src is {src.dtype} but self is {self.dtype}: pass src.to(self.dtype)")
         if src.dim() != self.dim():
             raise ValueError(f"src has {src.dim()} dimensions but self has {self.dim()}: they must match")
-    elif isinstance(src, bool) or not isinstance(src, int | float):
+    elif not isinstance(src, bool | int | float):
         raise TypeError(f"src must be a tensor or a Python number, not {type(src).__name__}")
     if index.numel() == 0:  # PyTorch checks nothing else for an empty index
         return
@@ -184,9 +184,7 @@ def check_label_counts(count_labels: Callable[[torch.Tensor, int], torch.Tensor]
         want = torch.bincount(labels, minlength=num_classes)
         where = f"count_labels(<{labels.numel()} labels>, {num_classes})"
         require(isinstance(got, torch.Tensor), f"{where} should return a tensor, not {type(got).__name__}.")
-        require(
-            got.shape == want.shape, f"{where} has shape {tuple(got.shape)}; expected ({num_classes},)."
-        )
+        require(got.shape == want.shape, f"{where} has shape {tuple(got.shape)}; expected ({num_classes},).")
         marks_only = torch.equal(got.long(), (want > 0).long()) and bool((want > 1).any())
         require(
             not marks_only,

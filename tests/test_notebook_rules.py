@@ -3,9 +3,8 @@
 import copy
 import json
 
-import pytest
-
 import notebook_rules as rules
+import pytest
 
 GOOD = json.loads((rules.NOTEBOOK_DIR / "00-how-to-use-this-course.ipynb").read_text(encoding="utf-8"))
 
@@ -123,7 +122,11 @@ def failing_self_check(nb):
 
 
 def errata_without_proof(nb):
-    nb["cells"][2:2] = [md("## Errata: an old claim", "lang-en"), md("## 勘误：一个旧说法", "lang-zh"), md("# x", "lang-en")]
+    nb["cells"][2:2] = [
+        md("## Errata: an old claim", "lang-en"),
+        md("## 勘误：一个旧说法", "lang-zh"),
+        md("# x", "lang-en"),
+    ]
 
 
 def errata_without_chinese_heading(nb):

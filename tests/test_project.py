@@ -1,0 +1,79 @@
+"""The project's promises about setup: conda and pip name the same packages, CI pins them, the README leads right."""
+
+import re
+import sys
+
+from notebook_rules import NOTEBOOK_DIR, ROOT
+from packaging.requirements import Requirement
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:
+    import tomli as tomllib
+
+PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+CONDA_TO_PIP = {"pytorch": "torch"}
+
+
+def pip_requirements() -> dict[str, str]:
+    """Package name -> version specifier, from pyproject.toml's dependencies and the course extra."""
+    project = PYPROJECT["project"]
+    names = project["dependencies"] + project["optional-dependencies"]["course"]
+    reqs = [Requirement(r) for r in names]
+    return {r.name: str(r.specifier) for r in reqs if r.marker is None or r.marker.evaluate()}
+
+
+def conda_requirements() -> dict[str, str]:
+    """Package name (pip's spelling) -> version specifier, from environment.yml's conda dependencies."""
+    found = {}
+    text = (ROOT / "environment.yml").read_text(encoding="utf-8")
+    for line in text.split("\ndependencies:\n", 1)[1].splitlines():
+        match = re.fullmatch(r"  - ([A-Za-z0-9_.-]+)(\S*)", line)
+        if match and match.group(1) not in {"python", "pip"}:
+            name, spec = match.groups()
+            found[CONDA_TO_PIP.get(name, name)] = str(Requirement(f"x{spec}").specifier)
+    return found
+
+
+def test_environment_yml_names_the_same_dependencies_as_pyproject():
+    assert conda_requirements() == pip_requirements()
+
+
+def test_environment_yml_uses_conda_forge_only_and_installs_the_package():
+    text = (ROOT / "environment.yml").read_text(encoding="utf-8")
+    channels = re.search(r"channels:\n((?:  - .*\n)+)", text).group(1)
+    assert channels.split() == ["-", "conda-forge"]
+    assert "      - -e ." in text
+    assert re.search(r"^  - python>=3\.10$", text, re.M) and PYPROJECT["project"]["requires-python"] == ">=3.10"
+
+
+def test_constraints_pin_every_dependency_within_its_range():
+    pins = {}
+    for line in (ROOT / "constraints.txt").read_text(encoding="utf-8").splitlines():
+        if line and not line.startswith("#"):
+            name, version = line.split("==")
+            pins[name.lower().replace("_", "-")] = version
+    for name, spec in pip_requirements().items():
+        assert name in pins, f"constraints.txt does not pin {name}"
+        assert Requirement(f"{name}{spec}").specifier.contains(pins[name]), f"{name}=={pins[name]} is outside {spec}"
+    assert pins["torch"] == "2.13.0", "pin the release, not the +cpu build, so the pin holds on every platform"
+
+
+def test_makefile_takes_the_cpu_build_of_torch_on_linux():
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
+    assert "TORCH_SPEC ?= torch==$(TORCH_VERSION)+cpu" in makefile
+    assert "--extra-index-url https://download.pytorch.org/whl/cpu" in makefile
+    assert re.search(r"pip install .*--no-deps \$\(TORCH_INDEX\) \"\$\(TORCH_SPEC\)\"", makefile)
+
+
+def test_readme_opens_with_the_two_commands():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    commands = re.findall(r"^make \w+", readme, re.M)
+    assert commands[:2] == ["make lab", "make test"]
+    assert "make test" in (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+
+
+def test_readme_lists_every_lesson():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    for path in sorted(NOTEBOOK_DIR.glob("[0-9][0-9]-*.ipynb")):
+        assert f"notebooks/{path.name}" in readme, f"README does not list {path.name}"

@@ -1,0 +1,226 @@
+"""companion.scatter against PyTorch: the reference loop, its argument checks, the picture and the exercise checks."""
+
+import re
+
+import matplotlib.pyplot as plt
+import pytest
+import torch
+import torch.nn.functional as F
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from companion.exercises import WrongAnswer
+from companion.plotting import use_course_style
+from companion.scatter import check_label_counts, check_one_hot, plot_scatter, scatter_reference
+
+DTYPES = [torch.float32, torch.float64, torch.int64, torch.int32, torch.int16, torch.bool]
+
+
+@st.composite
+def scatter_case(draw, unique: bool):
+    """Random self, dim, index and src that satisfy PyTorch's rules; unique=True means no duplicate targets."""
+    ndim = draw(st.integers(1, 3))
+    self_shape = draw(st.lists(st.integers(1, 4), min_size=ndim, max_size=ndim))
+    dim = draw(st.integers(-ndim, ndim - 1))
+    d = dim % ndim
+    index_shape = [draw(st.integers(1, n)) for n in self_shape]
+    if not unique:
+        index_shape[d] = draw(st.integers(1, 6))  # along dim, index may be longer than self
+    src_shape = [n + draw(st.integers(0, 2)) for n in index_shape]
+    generator = torch.Generator().manual_seed(draw(st.integers(0, 2**31)))
+    if unique:  # a random permutation of self's positions along dim, cut to index's length
+        keys = torch.rand([self_shape[d] if i == d else n for i, n in enumerate(index_shape)], generator=generator)
+        index = keys.argsort(dim=d).narrow(d, 0, index_shape[d])
+    else:
+        index = torch.randint(0, self_shape[d], index_shape, generator=generator)
+    dtype = draw(st.sampled_from(DTYPES if unique else DTYPES[:-1]))
+    self = (torch.randn(self_shape, generator=generator) * 5).to(dtype)
+    src = (torch.randn(src_shape, generator=generator) * 5).to(dtype)
+    return self, dim, index, src
+
+
+@settings(max_examples=150, deadline=None)
+@given(scatter_case(unique=True))
+def test_reference_equals_torch_scatter(case):
+    self, dim, index, src = case
+    want = torch.scatter(self, dim, index, src)
+    assert torch.equal(scatter_reference(self, dim, index, src), want)
+    assert torch.equal(self.clone().scatter_(dim, index, src), want)
+
+
+@settings(max_examples=60, deadline=None)
+@given(scatter_case(unique=True), st.sampled_from([0, 1, -3, 7]))
+def test_reference_with_a_number_equals_torch(case, value):
+    self, dim, index, _ = case
+    if self.dtype == torch.bool:
+        value = bool(value)
+    elif self.is_floating_point():
+        value = value + 0.25
+    assert torch.equal(scatter_reference(self, dim, index, value), torch.scatter(self, dim, index, value))
+
+
+@settings(max_examples=150, deadline=None)
+@given(scatter_case(unique=False), st.sampled_from(["sum", "prod", "amax", "amin"]))
+def test_reference_reduce_equals_scatter_reduce_with_duplicates(case, reduce):
+    self, dim, index, src = case
+    want = torch.scatter_reduce(self, dim, index, src, reduce, include_self=True)
+    got = scatter_reference(self, dim, index, src, reduce)
+    assert got.dtype == want.dtype
+    if self.is_floating_point():
+        torch.testing.assert_close(got, want)
+    else:
+        assert torch.equal(got, want)
+
+
+def test_reference_is_out_of_place():
+    self = torch.zeros(2, 4)
+    scatter_reference(self, 1, torch.tensor([[1, 0]]), torch.ones(1, 2))
+    assert torch.equal(self, torch.zeros(2, 4))
+
+
+def test_reference_reproduces_the_lesson_examples():
+    src = torch.tensor([[1.0, 2.0], [3.0, 4.0]])
+    got = scatter_reference(torch.zeros(2, 4), 1, torch.tensor([[1, 0], [1, 0]]), src)
+    assert got.tolist() == [[2.0, 1.0, 0.0, 0.0], [4.0, 3.0, 0.0, 0.0]]
+    got = scatter_reference(torch.zeros(2, 4), 1, torch.tensor([[2, 3], [3, 1]]), 1.23)
+    assert torch.equal(got, torch.tensor([[0, 0, 1.23, 1.23], [0, 1.23, 0, 1.23]]))
+
+
+def test_edge_cases_match_torch():
+    scalar = torch.tensor(2.0)
+    assert torch.equal(
+        scatter_reference(scalar, 0, torch.tensor(0), torch.tensor(5.0)),
+        torch.scatter(scalar, 0, torch.tensor(0), torch.tensor(5.0)),
+    )
+    empty_index = torch.zeros(2, 0, dtype=torch.long)
+    assert torch.equal(scatter_reference(torch.ones(2, 3), 1, empty_index, 9.0), torch.ones(2, 3))
+    int32_index = torch.tensor([[3, 0]], dtype=torch.int32)
+    assert torch.equal(
+        scatter_reference(torch.zeros(1, 4), 1, int32_index, 1.0),
+        torch.zeros(1, 4).scatter_(1, int32_index, 1.0),
+    )
+
+
+BAD_ARGUMENTS = [
+    # (self, dim, index, src, exception, words in the message that name the fix)
+    (torch.zeros(2, 4), 1, torch.tensor([[1.0]]), 1.0, TypeError, "index.long()"),
+    (torch.zeros(2, 4), 1, torch.tensor([2, 3]), 1.0, ValueError, "unsqueeze(1)"),
+    (torch.zeros(2, 4), 2, torch.tensor([[1]]), 1.0, ValueError, "[-2, 1]"),
+    (torch.zeros(2, 4), 1, torch.tensor([[0], [1], [2]]), 1.0, ValueError, "slice index to fit"),
+    (torch.zeros(2, 4), 1, torch.tensor([[0, 1, 2]]), torch.ones(1, 2), ValueError, "larger src"),
+    (torch.zeros(2, 4), 1, torch.tensor([[4]]), 1.0, ValueError, "use values 0..3"),
+    (torch.zeros(2, 4), 1, torch.tensor([[-1]]), 1.0, ValueError, "not wrapped"),
+    (
+        torch.zeros(2, 4),
+        1,
+        torch.tensor([[1]]),
+        torch.ones(1, 1, dtype=torch.int64),
+        TypeError,
+        "src.to(self.dtype)",
+    ),
+    (torch.zeros(2, 4), 1, torch.tensor([[1]]), torch.ones(1), ValueError, "must match"),
+]
+
+
+@pytest.mark.parametrize(("self", "dim", "index", "src", "error", "fix"), BAD_ARGUMENTS)
+def test_bad_arguments_are_rejected_like_torch_with_a_fix(self, dim, index, src, error, fix):
+    with pytest.raises((RuntimeError, IndexError)):
+        torch.scatter(self, dim, index, src)
+    with pytest.raises(error, match=re.escape(fix)):
+        scatter_reference(self, dim, index, src)
+
+
+@pytest.mark.parametrize(
+    ("arguments", "error", "fix"),
+    [
+        ((torch.zeros(2), 0, [0], 1.0), TypeError, "must be tensors"),
+        ((torch.zeros(2), 0.0, torch.tensor([0]), 1.0), TypeError, "dim must be an int"),
+        ((torch.zeros(2), 0, torch.tensor([0]), "1"), TypeError, "tensor or a Python number"),
+        ((torch.zeros(2), 0, torch.tensor([0]), 1.0, "max"), ValueError, "'amax'"),
+    ],
+)
+def test_other_bad_arguments_name_the_fix(arguments, error, fix):
+    with pytest.raises(error, match=fix):
+        scatter_reference(*arguments)
+
+
+def test_plot_colours_each_destination_like_its_source():
+    index = torch.tensor([[1, 0], [1, 0]])
+    src = torch.tensor([[1.0, 2.0], [3.0, 4.0]])
+    use_course_style()
+    fig = plot_scatter(torch.zeros(2, 4), 1, index, src)
+    fig.canvas.draw()  # renders the Chinese titles; a missing glyph would warn, and warnings are errors here
+    ax_src, ax_out = fig.axes
+    src_colour = {(int(p.get_y()), int(p.get_x())): p.get_facecolor() for p in ax_src.patches}
+    out_colour = {(int(p.get_y()), int(p.get_x())): p.get_facecolor() for p in ax_out.patches}
+    for row in range(2):
+        for col in range(2):
+            assert out_colour[(row, int(index[row, col]))] == src_colour[(row, col)]
+    white = (1.0, 1.0, 1.0, 1.0)
+    assert out_colour[(0, 2)] == out_colour[(1, 3)] == white
+    assert [t.get_text() for t in ax_out.texts] == ["2", "1", "0", "0", "4", "3", "0", "0"]
+    assert "结果" in ax_out.get_title()
+    plt.close(fig)
+
+
+def test_plot_rejects_tensors_it_cannot_draw():
+    with pytest.raises(ValueError, match="2-d tensors only"):
+        plot_scatter(torch.zeros(2, 2, 2), 0, torch.zeros(1, 1, 1, dtype=torch.long), torch.ones(1, 1, 1))
+
+
+def right_one_hot(labels, num_classes):
+    return torch.zeros(len(labels), num_classes).scatter_(1, labels.unsqueeze(1), 1.0)
+
+
+def mutating_one_hot(labels, num_classes):
+    result = right_one_hot(labels, num_classes)
+    labels.zero_()
+    return result
+
+
+def test_check_one_hot_passes_a_right_answer(capsys):
+    check_one_hot(right_one_hot)
+    assert capsys.readouterr().out.startswith("✓ Correct / 正确: one_hot agrees with F.one_hot on 5 cases")
+
+
+@pytest.mark.parametrize(
+    ("wrong", "hint"),
+    [
+        (lambda labels, c: F.one_hot(labels, c), "return float32"),
+        (lambda labels, c: torch.zeros(len(labels), c), "wrong place"),
+        (
+            lambda labels, c: torch.zeros(len(labels), c + 1).scatter_(1, labels.unsqueeze(1), 1.0),
+            "has shape",
+        ),
+        (mutating_one_hot, "changed target"),
+        (lambda labels, c: right_one_hot(labels, c).tolist(), "should return a tensor"),
+        (right_one_hot(torch.tensor([1]), 2), "without ()"),
+    ],
+)
+def test_check_one_hot_rejects_wrong_answers_with_a_hint(wrong, hint):
+    with pytest.raises(WrongAnswer, match=hint):
+        check_one_hot(wrong)
+
+
+def test_check_label_counts_passes_a_right_answer(capsys):
+    check_label_counts(
+        lambda labels, c: torch.zeros(c, dtype=torch.long).scatter_add_(0, labels, torch.ones_like(labels))
+    )
+    assert capsys.readouterr().out.startswith("✓ Correct / 正确: count_labels agrees with torch.bincount")
+
+
+@pytest.mark.parametrize(
+    ("wrong", "hint"),
+    [
+        (
+            lambda labels, c: torch.zeros(c, dtype=torch.long).scatter_(0, labels, 1),
+            "scatter_add_ adds them up",
+        ),
+        (lambda labels, c: torch.bincount(labels, minlength=c).float(), "integer counts"),
+        (lambda labels, c: torch.bincount(labels), "expected"),
+        (lambda labels, c: torch.bincount(labels, minlength=c) + 1, "integer counts"),
+    ],
+)
+def test_check_label_counts_rejects_wrong_answers_with_a_hint(wrong, hint):
+    with pytest.raises(WrongAnswer, match=hint):
+        check_label_counts(wrong)
