@@ -21,13 +21,14 @@ RUN := env OMP_NUM_THREADS=$${OMP_NUM_THREADS:-1} PYTHONHASHSEED=0
 ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
 NOTEBOOKS := $(sort $(wildcard notebooks/[0-9][0-9]-*.ipynb))
 
-.PHONY: help venv lab test execute lint clean
+.PHONY: help venv lab test execute lint handout browser clean
 
 help:
 	@echo "make lab      open the course in JupyterLab"
 	@echo "make test     run every test: companion unit tests, notebook conventions, nbval on every notebook"
 	@echo "make execute  re-execute every notebook top to bottom (the only way stored outputs change)"
 	@echo "make lint     ruff over companion/, tests/ and notebooks/"
+	@echo "make handout  HTML and PDF handouts (English, Chinese, bilingual; student and teacher) in handout/"
 
 venv: $(STAMP)
 
@@ -55,5 +56,21 @@ lint: $(STAMP)
 	$(BIN)/ruff check companion tests notebooks
 	$(BIN)/ruff format --check companion tests
 
+# PDFs need Chromium; the handout checks need poppler's pdfinfo, pdftotext and pdftoppm. Installed where we can.
+browser:
+	@if command -v chromium >/dev/null && command -v pdftotext >/dev/null; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		echo "Installing Chromium and poppler-utils with apt-get ..."; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium poppler-utils >/dev/null; \
+	else \
+		echo "No Chromium/poppler found: the handout will be HTML only. For PDFs install them, e.g."; \
+		echo "  sudo apt-get install chromium poppler-utils   (Debian/Ubuntu)"; \
+		echo "  brew install --cask chromium && brew install poppler   (macOS)"; \
+	fi
+
+handout: $(STAMP) browser
+	$(RUN) $(BIN)/python -m companion.handout --out handout
+	$(RUN) $(BIN)/python -m pytest -m handout tests/test_handout.py
+
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) build *.egg-info handout
