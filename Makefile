@@ -21,11 +21,12 @@ RUN := env OMP_NUM_THREADS=$${OMP_NUM_THREADS:-1} PYTHONHASHSEED=0
 ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
 NOTEBOOKS := $(sort $(wildcard notebooks/[0-9][0-9]-*.ipynb))
 
-.PHONY: help venv lab test execute lint handout browser clean
+.PHONY: help venv lab test test-gpu execute lint handout browser clean
 
 help:
 	@echo "make lab      open the course in JupyterLab"
 	@echo "make test     run every test: companion unit tests, notebook conventions, nbval on every notebook"
+	@echo "make test-gpu the same on a CUDA machine, lessons computing on the GPU"
 	@echo "make execute  re-execute every notebook top to bottom (the only way stored outputs change)"
 	@echo "make lint     ruff over companion/, tests/ and notebooks/"
 	@echo "make handout  HTML and PDF handouts (English, Chinese, bilingual; student and teacher) in handout/"
@@ -46,6 +47,13 @@ lab: $(STAMP)
 
 test: $(STAMP)
 	$(RUN) $(BIN)/python -m pytest --nbval --nbval-current-env tests notebooks
+
+# On a CUDA machine, after `make clean`: make test-gpu TORCH_SPEC=torch==$(TORCH_VERSION) TORCH_INDEX=
+# Lessons that call companion.devices.pick_device() then compute on the GPU; the checked outputs must not change.
+test-gpu: $(STAMP)
+	@$(BIN)/python -c "import sys, torch; sys.exit(0 if torch.cuda.is_available() else \
+		'No CUDA device visible to PyTorch. On a CUDA machine: make clean; make test-gpu TORCH_SPEC=torch==$(TORCH_VERSION) TORCH_INDEX=')"
+	$(RUN) COURSE_DEVICE=cuda $(BIN)/python -m pytest --nbval --nbval-current-env tests notebooks
 
 execute: $(STAMP)
 	$(RUN) $(BIN)/jupyter nbconvert --to notebook --execute --inplace \
