@@ -61,8 +61,8 @@ execute: $(STAMP)
 		--ExecutePreprocessor.timeout=300 $(if $(NB),$(NB),$(NOTEBOOKS))
 
 lint: $(STAMP)
-	$(BIN)/ruff check companion tests notebooks
-	$(BIN)/ruff format --check companion tests
+	$(BIN)/ruff check companion tests tools notebooks
+	$(BIN)/ruff format --check companion tests tools
 
 # PDFs need Chromium; the handout checks need poppler's pdfinfo, pdftotext and pdftoppm. Installed where we can.
 browser:
@@ -77,7 +77,7 @@ browser:
 	fi
 
 handout: $(STAMP) browser
-	$(RUN) $(BIN)/python -m companion.handout --out handout
+	$(RUN) $(BIN)/python tools/handout.py --out handout
 	$(RUN) $(BIN)/python -m pytest -m handout tests/test_handout.py
 
 clean:

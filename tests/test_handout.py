@@ -14,7 +14,7 @@ import nbformat
 import pytest
 from notebook_rules import CJK, NOTEBOOK_DIR, ROOT
 
-from companion.handout import (
+from handout import (
     EDITIONS,
     Edition,
     combined_notebook,
@@ -299,7 +299,7 @@ def test_browser_renders_maths_and_the_cjk_font_offline(served_handout):
         pytest.skip("no Chromium on this machine (make handout says how to get it)")
     from playwright.sync_api import sync_playwright
 
-    from companion.handout import CHROMIUM_ARGS
+    from handout import CHROMIUM_ARGS
 
     url = f"{served_handout}/html/bilingual-teacher/{page_with_maths()}.html"
     with sync_playwright() as playwright:

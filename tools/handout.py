@@ -1,6 +1,6 @@
 """Classroom handouts from the executed notebooks: three languages x student/teacher, as HTML, PDF and notebooks.
 
-Run `python -m companion.handout` (or `make handout`). Everything is built offline: MathJax comes from the
+Run `python tools/handout.py` (or `make handout`). Everything is built offline: MathJax comes from the
 `jupyter-server-mathjax` package, the CJK font from `companion/fonts`, and PDFs are printed by a local Chromium.
 """
 
