@@ -21,7 +21,7 @@ RUN := env OMP_NUM_THREADS=$${OMP_NUM_THREADS:-1} PYTHONHASHSEED=0
 ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
 NOTEBOOKS := $(sort $(wildcard notebooks/[0-9][0-9]-*.ipynb))
 
-.PHONY: help venv lab test test-gpu execute lint handout browser clean
+.PHONY: help venv lab test test-gpu execute lint handout browser bench determinism clean
 
 help:
 	@echo "make lab      open the course in JupyterLab"
@@ -29,6 +29,8 @@ help:
 	@echo "make test-gpu the same on a CUDA machine, lessons computing on the GPU"
 	@echo "make execute  re-execute every notebook top to bottom (the only way stored outputs change)"
 	@echo "make lint     ruff over companion/, tests/ and notebooks/"
+	@echo "make bench    time and memory of every notebook against the course targets"
+	@echo "make determinism  nbval with 1 and 2 threads"
 	@echo "make handout  HTML and PDF handouts (English, Chinese, bilingual; student and teacher) in handout/"
 
 venv: $(STAMP)
@@ -63,6 +65,14 @@ execute: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check companion tests tools notebooks
 	$(BIN)/ruff format --check companion tests tools
+
+# Figures for the README: per-notebook wall time, floor, slowest cell, peak memory; serial nbval time.
+bench: $(STAMP)
+	$(RUN) $(BIN)/python tools/bench.py
+
+# Outputs identical across two executions and across thread counts (make test already ran with one thread).
+determinism: $(STAMP)
+	for threads in 1 2; do OMP_NUM_THREADS=$$threads PYTHONHASHSEED=0 $(BIN)/python -m pytest -q --nbval --nbval-current-env notebooks || exit 1; done
 
 # PDFs need Chromium; the handout checks need poppler's pdfinfo, pdftotext and pdftoppm. Installed where we can.
 browser:
