@@ -61,6 +61,7 @@ execute: $(STAMP)
 	$(RUN) $(BIN)/jupyter nbconvert --to notebook --execute --inplace \
 		--ExecutePreprocessor.kernel_name=python3 --ExecutePreprocessor.record_timing=False \
 		--ExecutePreprocessor.timeout=300 $(if $(NB),$(NB),$(NOTEBOOKS))
+	$(BIN)/python tools/tidy_errors.py $(if $(NB),$(NB),$(NOTEBOOKS))
 
 lint: $(STAMP)
 	$(BIN)/ruff check companion tests tools notebooks

@@ -148,7 +148,7 @@ def rule_clean_outputs(nb: dict) -> list[str]:
         if errors and not raises:
             problems.append(f"code cell {i} stored an error but is not tagged raises-exception")
         for output in cell.get("outputs", []):
-            text = output_text(output)
+            text = output_text(output) + re.sub(r"\x1b\[[0-9;]*m", "", "".join(output.get("traceback", [])))
             if output.get("output_type") == "stream" and output.get("name") == "stderr":
                 problems.append(f"code cell {i} wrote to stderr: {text[:80]!r}")
             if WARNING_LINE.search(text):

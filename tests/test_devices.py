@@ -1,9 +1,24 @@
-"""companion.devices.pick_device: the order CUDA, MPS, CPU, the override, and errors that name the fix."""
+"""companion.devices: pick_device's order and override, run_python, the lesson's facts, the picture, the checks."""
 
+import inspect
+
+import matplotlib.pyplot as plt
+import numpy as np
 import pytest
 import torch
 
-from companion.devices import DEVICE_VARIABLE, pick_device
+from companion.devices import (
+    DEVICE_VARIABLE,
+    _count_cases,
+    _tensor_cases,
+    check_count_correct,
+    check_to_numpy,
+    pick_device,
+    plot_data_parallel,
+    run_python,
+)
+from companion.exercises import WrongAnswer
+from companion.plotting import use_course_style
 
 
 @pytest.fixture(autouse=True)
@@ -57,3 +72,260 @@ def test_missing_accelerators_are_refused(monkeypatch):
         pick_device("cuda")
     with pytest.raises(ValueError, match="MPS .* not available"):
         pick_device("mps")
+
+
+# --- run_python: a fresh process with extra environment variables -------------------------------------------------
+
+
+def test_run_python_prints_the_output_and_passes_the_environment(capsys):
+    run_python("import os\nprint('seen:', repr(os.environ['COURSE_PROBE']))", env={"COURSE_PROBE": ""})
+    assert capsys.readouterr().out == "seen: ''\n"
+
+
+def test_run_python_hides_gpus_with_an_empty_cuda_visible_devices(capsys):
+    code = "import torch\nprint(torch.cuda.device_count(), torch.cuda.is_available())"
+    run_python(code, env={"CUDA_VISIBLE_DEVICES": ""})
+    assert capsys.readouterr().out == "0 False\n"
+
+
+def test_run_python_re_raises_the_error_as_one_stable_line(capsys):
+    # Python 3.12+ would print "Did you mean: 'stop'?" after an AttributeError; the line must not depend on that.
+    code = "class Box:\n    stop = 1\nprint('before')\nBox().step"
+    with pytest.raises(ChildProcessError) as caught:
+        run_python(code)
+    assert str(caught.value) == "the fresh process stopped with AttributeError: 'Box' object has no attribute 'step'"
+    assert capsys.readouterr().out == "before\n"
+
+
+def test_run_python_treats_a_clean_exit_as_success(capsys):
+    run_python("import sys\nprint('done')\nsys.exit(0)")
+    assert capsys.readouterr().out == "done\n"
+    with pytest.raises(ChildProcessError, match="exit status 3"):
+        run_python("import sys\nsys.exit(3)")
+
+
+@pytest.mark.parametrize(
+    ("arguments", "error", "fix"),
+    [
+        ((b"print(1)",), TypeError, "as a str"),
+        (("print(1)", [("CUDA_VISIBLE_DEVICES", "")]), TypeError, "dict of names to values"),
+        (("print(1)", {"CUDA_VISIBLE_DEVICES": 0}), TypeError, "'0' not 0"),
+        (("print(1)", None, 0), ValueError, "positive number of seconds"),
+        (("print(1)", None, True), ValueError, "positive number of seconds"),
+    ],
+)
+def test_run_python_bad_arguments_name_the_fix(arguments, error, fix):
+    with pytest.raises(error, match=fix):
+        run_python(*arguments)
+
+
+# --- the facts the lesson teaches, checked against this PyTorch ---------------------------------------------------
+
+
+def test_tensor_to_returns_itself_only_when_nothing_changes():
+    x = torch.arange(6.0)
+    assert x.to("cpu") is x and x.to(torch.float32) is x and x.cpu() is x
+    assert x.to(torch.float64) is not x
+    assert x.to("cpu", copy=True) is not x
+    copy = x.to(torch.device("cpu", 0))  # "cpu:0" is not the "cpu" that tensors report: a real copy
+    assert copy is not x and copy.data_ptr() != x.data_ptr() and copy.device == torch.device("cpu")
+    assert torch.device("cpu", 0) != x.device
+
+
+def test_module_to_keeps_parameters_but_replaces_buffers():
+    layer = torch.nn.BatchNorm1d(2)
+    weight, running_mean = layer.weight, layer.running_mean
+    assert layer.to(torch.float64) is layer
+    assert layer.weight is weight and weight.dtype == torch.float64
+    assert layer.running_mean is not running_mean and running_mean.dtype == torch.float32
+    meta_layer = torch.nn.Linear(2, 1)
+    old = meta_layer.weight
+    meta_layer.to("meta")  # not a dense device: new Parameter objects
+    assert meta_layer.weight is not old and old.device.type == "cpu"
+
+
+def test_optimizer_state_keeps_its_old_data_type_but_load_state_dict_casts_it():
+    model = torch.nn.Linear(2, 1)
+    optimizer = torch.optim.Adam(model.parameters(), lr=0.1)
+    model(torch.ones(1, 2)).sum().backward()
+    optimizer.step()
+    saved = optimizer.state_dict()
+    model.to(torch.float64)
+    model(torch.ones(1, 2, dtype=torch.float64)).sum().backward()
+    with pytest.raises(RuntimeError, match="expected dtype float"):
+        optimizer.step()
+    fresh = torch.optim.Adam(model.parameters(), lr=0.1)
+    fresh.load_state_dict(saved)
+    assert fresh.state[model.weight]["exp_avg"].dtype == torch.float64
+    fresh.step()
+
+
+def test_meta_device_refuses_to_mix_with_cpu_tensors():
+    with pytest.raises(RuntimeError, match="is not on the expected device meta"):
+        torch.ones(2, device="meta") + torch.ones(2)
+    assert (torch.ones(2, device="meta") + torch.tensor(1.0)).device.type == "meta"  # 0-d CPU tensors may mix
+    with pytest.raises(TypeError, match="Use Tensor.cpu"):
+        torch.ones(2, device="meta").numpy()
+
+
+def test_manual_seed_seeds_every_device_kind():
+    source = inspect.getsource(torch.random._manual_seed_impl)
+    assert "torch.cuda.manual_seed_all(seed)" in source and "torch.mps.manual_seed(seed)" in source
+    assert torch.manual_seed.__doc__.strip().startswith("Sets the seed for generating random numbers on all devices")
+
+
+def test_data_parallel_without_gpus_just_calls_the_module(capsys):
+    code = """
+import torch
+from torch import nn
+model = nn.Linear(3, 2)
+parallel = nn.DataParallel(nn.DataParallel(model))
+x = torch.randn(4, 3)
+print(parallel.device_ids, torch.equal(parallel(x), model(x)), list(parallel.state_dict()))
+optimizer = nn.DataParallel(torch.optim.SGD(model.parameters(), lr=0.1))
+model(x).sum().backward()
+optimizer.zero_grad()
+print(model.weight.grad is not None, hasattr(optimizer, "step"), type(optimizer.module).__name__)
+"""
+    run_python(code, env={"CUDA_VISIBLE_DEVICES": ""})
+    assert capsys.readouterr().out.splitlines() == [
+        "[] True ['module.module.weight', 'module.module.bias']",
+        "True False SGD",
+    ]
+
+
+# --- the picture ---------------------------------------------------------------------------------------------------
+
+
+def test_plot_data_parallel_draws_one_box_per_gpu_and_both_languages():
+    use_course_style()
+    fig = plot_data_parallel(num_gpus=4)
+    fig.canvas.draw()  # renders the Chinese text; a missing glyph would warn, and warnings are errors here
+    left, right = fig.axes
+    assert len(left.patches) == 2 + 4 and len(right.patches) == 4
+    texts = [t.get_text() for ax in fig.axes for t in ax.texts]
+    assert "GPU 3\nreplica, 1/4 batch\n副本，1/4 批" in texts
+    assert any("全归约" in t for t in texts) and "线程" in left.get_title()
+    plt.close(fig)
+
+
+@pytest.mark.parametrize(("num_gpus", "error", "fix"), [(1, ValueError, "between 2 and 4"), (2.0, TypeError, "an int")])
+def test_plot_data_parallel_refuses_what_it_cannot_draw(num_gpus, error, fix):
+    with pytest.raises(error, match=fix):
+        plot_data_parallel(num_gpus)
+
+
+# --- exercise checks -----------------------------------------------------------------------------------------------
+
+
+def right_to_numpy(t):
+    return t.detach().cpu().numpy()
+
+
+def forced_to_numpy(t):
+    return t.numpy(force=True)
+
+
+def without_detach(t):
+    return t.cpu().numpy()
+
+
+def without_cpu(t):
+    return t.detach().numpy()
+
+
+def through_data(t):
+    return t.data.cpu().numpy()
+
+
+def through_a_list(t):
+    return np.array(t.detach().cpu().tolist())
+
+
+def as_a_tensor(t):
+    return t.detach().cpu()
+
+
+def one_number(t):
+    return t.detach().cpu().item()
+
+
+def unhooks_the_caller(t):
+    return t.requires_grad_(False).cpu().numpy() if t.is_leaf else t.detach().cpu().numpy()
+
+
+def not_written_yet(t):
+    raise NotImplementedError("your answer / 你的答案")  # what the student handout's stub does
+
+
+def test_check_to_numpy_passes_right_answers(capsys):
+    for right in (right_to_numpy, forced_to_numpy, lambda t: t.detach().to("cpu").numpy()):
+        check_to_numpy(right)
+        assert capsys.readouterr().out.startswith("✓ Correct / 正确: to_numpy gives the right array for 7 kinds")
+
+
+def test_check_to_numpy_cases_cover_grad_integers_empty_and_0d():
+    cases = dict(_tensor_cases(torch.device("cpu")))
+    assert cases["a tensor that requires grad"].requires_grad
+    assert cases["a model output (it has a grad_fn)"].grad_fn is not None
+    assert cases["a 0-d loss"].dim() == 0 and cases["an empty tensor of shape (0, 4)"].numel() == 0
+    assert {t.dtype for t in cases.values()} == {torch.float32, torch.int64, torch.bool}
+
+
+@pytest.mark.parametrize(
+    ("wrong", "hint"),
+    [
+        (without_detach, r"\.detach\(\)"),
+        (without_cpu, r"\.cpu\(\)"),
+        (through_data, r"use \.detach\(\) instead"),
+        (through_a_list, "keep the data type"),
+        (as_a_tensor, "not a NumPy array"),
+        (one_number, r"\.item\(\) gives one number"),
+        (unhooks_the_caller, "changed the caller's tensor"),
+        (not_written_yet, "write the body of to_numpy first"),
+        (lambda t: right_to_numpy(t) + 1, "other values"),
+        (lambda t: right_to_numpy(t).reshape(-1), "keep the shape"),
+        (right_to_numpy(torch.ones(1)), "without ()"),
+    ],
+)
+def test_check_to_numpy_rejects_wrong_answers_with_a_hint(wrong, hint):
+    with pytest.raises(WrongAnswer, match=hint):
+        check_to_numpy(wrong)
+
+
+def right_count(logits, labels):
+    return (logits.argmax(dim=1) == labels).sum().item()
+
+
+def test_check_count_correct_passes_a_right_answer(capsys):
+    check_count_correct(right_count)
+    assert capsys.readouterr().out.startswith("✓ Correct / 正确: count_correct agrees on 4 batches")
+
+
+def test_count_cases_agree_with_a_plain_python_count():
+    for _, logits, labels in _count_cases(torch.device("cpu")):
+        rows = logits.tolist()
+        expected = sum(row.index(max(row)) == label for row, label in zip(rows, labels.tolist(), strict=True))
+        assert right_count(logits, labels) == expected
+
+
+@pytest.mark.parametrize(
+    ("wrong", "hint"),
+    [
+        (lambda logits, labels: (logits.argmax(dim=1) == labels).sum(), "returned a tensor"),
+        (lambda logits, labels: (logits.argmax(dim=1) == labels).sum().cpu().numpy(), "NumPy"),
+        (lambda logits, labels: float(right_count(logits, labels)), "return an int"),
+        (lambda logits, labels: (logits.argmax(dim=1) != labels).sum().item(), "counted the mistakes"),
+        (lambda logits, labels: (logits.argmin(dim=1) == labels).sum().item(), "compare logits.argmax"),
+        (right_count(torch.zeros(1, 2), torch.tensor([0])), "without ()"),
+    ],
+)
+def test_check_count_correct_rejects_wrong_answers_with_a_hint(wrong, hint):
+    with pytest.raises(WrongAnswer, match=hint):
+        check_count_correct(wrong)
+
+
+def test_importing_the_module_does_not_import_matplotlib(capsys):
+    # companion.ddp imports pick_device in every worker process; pyplot would slow each one down.
+    run_python("import sys\nimport companion.devices\nprint('matplotlib' in sys.modules)")
+    assert capsys.readouterr().out == "False\n"

@@ -83,6 +83,14 @@ def path_in_output(nb):
     first_code_with_output(nb)["outputs"][0]["text"] = "saved to /home/ada/model.pt"
 
 
+def path_in_traceback(nb):
+    cell = first(nb, lambda c: "solution" in rules.tags(c))
+    frame = "File \x1b[0;32m/home/ada/.venv/lib/python3.11/site-packages/torch/nn/functional.py:3555\x1b[0m"
+    error = {"output_type": "error", "ename": "ValueError", "evalue": "x", "traceback": ["Cell In[3]", frame]}
+    cell["metadata"]["tags"].append("raises-exception")
+    cell["outputs"] = [error]
+
+
 def untagged_error(nb):
     error = {"output_type": "error", "ename": "ValueError", "evalue": "x", "traceback": []}
     first_code_with_output(nb)["outputs"] = [error]
@@ -156,6 +164,7 @@ BREAKS = [
     (rules.rule_clean_outputs, address_in_output),
     (rules.rule_clean_outputs, path_in_output),
     (rules.rule_clean_outputs, untagged_error),
+    (rules.rule_clean_outputs, path_in_traceback),
     (rules.rule_clean_outputs, raises_tag_without_error),
     (rules.rule_unchecked_cells_say_why, ignored_without_reason),
     (rules.rule_unchecked_cells_say_why, nbval_comment_marker),

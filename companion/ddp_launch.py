@@ -1,0 +1,413 @@
+"""Lesson 09: start companion.ddp from a notebook or a test, wait for it, and read every rank's result in rank order.
+
+No fixed port anywhere: on one machine torchrun's --standalone rendezvous takes a free port of its own, the
+"two nodes" run asks the system for a free port when it starts, and torch.multiprocessing.spawn meets through a
+file. So two launches at once never collide. Also a command line for the soak test of many launches in a row:
+
+    python -m companion.ddp_launch --launches 20
+"""
+
+import argparse
+import json
+import os
+import re
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import psutil
+import torch.multiprocessing
+
+from companion.ddp import spawn_worker
+
+PACKAGE_ROOT = Path(__file__).resolve().parent.parent
+TORCHRUN = [sys.executable, "-m", "torch.distributed.run"]  # `torchrun` itself may not be on the kernel's PATH
+OLD_LAUNCHER = [sys.executable, "-m", "torch.distributed.launch"]
+SCRIPT = ["-m", "companion.ddp"]
+# The argument handling of the notes' ddp.py, plus two prints that show what each rank receives.
+NOTES_SCRIPT = """\
+import argparse
+import os
+import sys
+
+rank = os.environ["RANK"]
+print(f"rank {rank}: arguments {sys.argv[1:]}, LOCAL_RANK={os.environ['LOCAL_RANK']}", flush=True)
+parser = argparse.ArgumentParser()
+parser.add_argument("--local_rank", default=-1, type=int)
+args = parser.parse_args()
+print(f"rank {rank}: args.local_rank = {args.local_rank}", flush=True)
+"""
+# After one agent of a multi-node run fails, how long the others get to notice before they are stopped.
+FAILURE_GRACE_S = 15.0
+
+
+class LaunchError(RuntimeError):
+    """A launch that failed: the first failing rank's error, plus exit codes, worker process ids and stderr."""
+
+    def __init__(self, message: str, rank: int | None = None, returncodes=(), pids=(), stderr: str = "") -> None:
+        super().__init__(message)
+        self.rank, self.returncodes, self.pids, self.stderr = rank, list(returncodes), list(pids), stderr
+
+
+class RankResults(list):
+    """What each rank wrote (dicts, ordered by rank), with the launch's stdout (printed by rank 0) and duration."""
+
+    def __init__(self, results: list[dict], stdout: str = "", seconds: float = 0.0) -> None:
+        super().__init__(results)
+        self.stdout, self.seconds = stdout, seconds
+
+
+@dataclass
+class ScriptRun:
+    """A plain script started on several ranks: exit code, stdout lines in rank order, stderr lines."""
+
+    returncode: int
+    stdout: list[str]
+    stderr: list[str]
+
+    def find(self, word: str) -> list[str]:
+        """Each distinct stderr line containing `word`, from `word` on (so no machine path), sorted."""
+        return sorted({line[line.index(word) :].rstrip() for line in self.stderr if word in line})
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Commands.
+
+
+def torchrun_command(nproc: int, *args: str) -> list[str]:
+    """The command that starts companion.ddp on `nproc` ranks of this machine: torchrun --standalone (free port)."""
+    _check_count(nproc, "nproc")
+    return [*TORCHRUN, "--standalone", f"--nproc-per-node={nproc}", *SCRIPT, *_check_args(args)]
+
+
+def node_command(
+    nnodes: int, node_rank: int, nproc_per_node: int, port: int, *args: str, rendezvous: str = "static"
+) -> list[str]:
+    """The torchrun command for machine `node_rank` of `nnodes`; node 0 hosts the rendezvous on 127.0.0.1:`port`.
+
+    rendezvous="static" (torchrun's default) orders the nodes by --node-rank. With "c10d", the rendezvous hands out
+    node ranks itself in the order it likes, and --node-rank is ignored.
+    """
+    _check_count(nnodes, "nnodes")
+    _check_count(nproc_per_node, "nproc_per_node")
+    if not 0 <= node_rank < nnodes:
+        raise ValueError(f"node_rank must be in 0..{nnodes - 1} for nnodes={nnodes}, not {node_rank}")
+    sizes = [f"--nnodes={nnodes}", f"--node-rank={node_rank}", f"--nproc-per-node={nproc_per_node}"]
+    if rendezvous == "static":
+        meeting = ["--master-addr=127.0.0.1", f"--master-port={port}"]
+    elif rendezvous == "c10d":
+        meeting = [
+            "--rdzv-backend=c10d",
+            f"--rdzv-endpoint=127.0.0.1:{port}",
+            f"--rdzv-id=lesson09-{port}",
+            f"--rdzv-conf=is_host={int(node_rank == 0)}",  # say who hosts: both "nodes" have the same address
+            "--local-addr=127.0.0.1",
+        ]
+    else:
+        raise ValueError(f"rendezvous must be 'static' or 'c10d', not {rendezvous!r}")
+    return [*TORCHRUN, *sizes, *meeting, *SCRIPT, *_check_args(args)]
+
+
+def shown(command: Sequence[str]) -> str:
+    """A command as you would type it: `torchrun` for the launcher module, OUT for the folder, PORT for the port."""
+    words = list(command)
+    for prefix, name in ((TORCHRUN, "torchrun"), (OLD_LAUNCHER, "python -m torch.distributed.launch")):
+        if words[: len(prefix)] == prefix:
+            words = [name, *words[len(prefix) :]]
+    words = ["OUT" if i > 0 and words[i - 1] == "--out" else w for i, w in enumerate(words)]
+    return re.sub(r"(--master-port=|127\.0\.0\.1:|lesson09-)\d+", r"\1PORT", " ".join(words))
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that is free right now (the system picks it; a rare race remains until it is used)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def worker_environment(device: str | None = None) -> dict[str, str]:
+    """This process's environment, plus: companion importable, one thread per rank, COURSE_DEVICE if given."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(PACKAGE_ROOT), env.get("PYTHONPATH")) if p)
+    env.setdefault("OMP_NUM_THREADS", "1")  # torchrun would set it too, with a banner on stderr
+    if device is not None:
+        if not isinstance(device, str):
+            raise TypeError(f"device must be a name such as 'cpu' or 'cuda', not {type(device).__name__}")
+        env["COURSE_DEVICE"] = device
+    return env
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Launching and collecting.
+
+
+def launch(
+    nproc: int, *args: str, workdir: str | Path | None = None, device: str | None = None, timeout: float = 120.0
+) -> RankResults:
+    """Run companion.ddp on `nproc` ranks with torchrun --standalone; return each rank's result, ordered by rank.
+
+    `args` go to the script (e.g. "--task", "train"); `device` sets COURSE_DEVICE for the ranks ("cpu" pins them to
+    the CPU); `workdir` keeps the files the ranks write (a temporary folder otherwise). A failing rank raises
+    LaunchError with that rank's exception message.
+    """
+    args = _script_args(args)
+    with _folder(workdir) as out:
+        command = torchrun_command(nproc, "--out", str(out), *args)
+        return _launch([command], out, nproc, worker_environment(device), timeout)
+
+
+def launch_nodes(
+    nnodes: int,
+    nproc_per_node: int,
+    *args: str,
+    rendezvous: str = "static",
+    workdir: str | Path | None = None,
+    device: str | None = None,
+    timeout: float = 120.0,
+) -> RankResults:
+    """Run companion.ddp as if on `nnodes` machines: one torchrun per "node", meeting on 127.0.0.1 at a free port."""
+    args = _script_args(args)
+    with _folder(workdir) as out:
+        port = free_port()
+        commands = [
+            node_command(nnodes, node, nproc_per_node, port, "--out", str(out), *args, rendezvous=rendezvous)
+            for node in range(nnodes)
+        ]
+        return _launch(commands, out, nnodes * nproc_per_node, worker_environment(device), timeout)
+
+
+def spawn(nproc: int, *args: str, workdir: str | Path | None = None, device: str | None = None) -> RankResults:
+    """Run companion.ddp on `nproc` ranks with torch.multiprocessing.spawn from this process (no torchrun)."""
+    _check_count(nproc, "nproc")
+    argv = _script_args(args)
+    with _folder(workdir) as out:
+        init_method = (out / "rendezvous").as_uri()  # a file:// rendezvous: a file instead of a port
+        start = time.monotonic()
+        try:
+            torch.multiprocessing.spawn(
+                spawn_worker, args=(nproc, init_method, ["--out", str(out), *argv], device), nprocs=nproc
+            )
+        except Exception as error:  # ProcessRaisedException, ProcessExitedException
+            raise _failure(out, [], str(error)) from None
+        stdout = (out / "rank0.out").read_text(encoding="utf-8")
+        return _collect(out, nproc, stdout, time.monotonic() - start)
+
+
+def run_script(
+    source: str, nproc: int = 2, *, old_launcher: bool = False, name: str = "ddp.py", timeout: float = 60.0
+) -> ScriptRun:
+    """Save `source` as `name` and start it on `nproc` ranks with torchrun, or with the deprecated launcher.
+
+    Each rank's output goes to files of its own (`--redirects=3`), read back in rank order: lines that ranks print
+    at the same moment cannot interleave. Torchrun stops the other ranks as soon as one fails;
+    `--monitor-interval=2` gives every rank two seconds to print its own error first, so the output is complete.
+    """
+    _check_count(nproc, "nproc")
+    with tempfile.TemporaryDirectory() as folder:
+        script, logs = Path(folder) / name, Path(folder) / "logs"
+        script.write_text(source, encoding="utf-8")
+        size = ["--nproc_per_node", str(nproc)] if old_launcher else [f"--nproc-per-node={nproc}"]
+        launcher = OLD_LAUNCHER if old_launcher else TORCHRUN
+        options = ["--standalone", *size, "--monitor-interval=2", f"--log-dir={logs}", "--redirects=3"]
+        codes, _, stderr = _run([[*launcher, *options, str(script)]], Path(folder), worker_environment(), timeout)
+        streams = {"stdout": [], "stderr": stderr.splitlines()}  # the launcher's own stderr, then each rank's
+        for rank in range(nproc):
+            for stream, lines in streams.items():  # logs/<run id>/attempt_0/<local rank>/stdout.log
+                for log in sorted(logs.glob(f"*/attempt_*/{rank}/{stream}.log")):
+                    lines += log.read_text(encoding="utf-8").splitlines()
+    return ScriptRun(codes[0], streams["stdout"], streams["stderr"])
+
+
+def still_running(marker: str | Path) -> list[int]:
+    """Process ids of every process whose command line contains `marker` (e.g. a launch's work folder)."""
+    found = []
+    for process in psutil.process_iter(["cmdline"]):
+        try:
+            if str(marker) in " ".join(process.info["cmdline"] or []):
+                found.append(process.pid)
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
+    return found
+
+
+def stop_process_tree(pid: int, grace: float = 5.0) -> None:
+    """Stop process `pid` and all its descendants: SIGTERM first, SIGKILL for whatever is left after `grace` s."""
+    try:
+        root = psutil.Process(pid)
+        family = [*root.children(recursive=True), root]  # the list first: orphans could no longer be found
+    except psutil.NoSuchProcess:
+        return
+    for process in family:
+        try:
+            process.terminate()
+        except psutil.NoSuchProcess:
+            pass
+    _, alive = psutil.wait_procs(family, timeout=grace)
+    for process in alive:
+        try:
+            process.kill()
+        except psutil.NoSuchProcess:
+            pass
+    psutil.wait_procs(alive, timeout=grace)
+
+
+def describe(results: Sequence[dict]) -> str:
+    """One line per rank: who it is (rank, local rank, node, world size) and where it computes."""
+    return "\n".join(
+        f"rank {r['rank']}: local rank {r['local_rank']}, node {r['node_rank']}, world size {r['world_size']}, "
+        f"{r['backend']} on {r['device']}"
+        for r in results
+    )
+
+
+def soak(launches: int = 20, nproc: int = 2) -> tuple[list[float], list[str]]:
+    """Launch the training task `launches` times in a row: the seconds of each good launch, and each failure."""
+    _check_count(launches, "launches")
+    seconds, failures = [], []
+    for _ in range(launches):
+        try:
+            results = launch(nproc, "--task", "train", device="cpu")
+        except LaunchError as error:
+            failures.append(str(error))
+            continue
+        if any(r["parameters"] != results[0]["parameters"] for r in results):
+            failures.append("the ranks ended with different parameters")
+        else:
+            seconds.append(results.seconds)
+    return seconds, failures
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Inside.
+
+
+def _check_count(value: int, name: str) -> None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an int such as 2, not {type(value).__name__}")
+    if not 1 <= value <= 64:
+        raise ValueError(f"{name} must be between 1 and 64, not {value}")
+
+
+def _check_args(args: Sequence[str]) -> list[str]:
+    if not all(isinstance(a, str) for a in args):
+        raise TypeError(f"pass the script's arguments as strings, e.g. '--epochs', '2', not {list(args)!r}")
+    return list(args)
+
+
+def _script_args(args: Sequence[str]) -> list[str]:
+    """The learner's arguments for companion.ddp: strings, and no --out (the launcher chooses the folder)."""
+    if "--out" in _check_args(args):
+        raise ValueError("do not pass --out: the launcher gives the ranks their folder (use workdir= to keep it)")
+    return list(args)
+
+
+@contextmanager
+def _folder(workdir: str | Path | None) -> Iterator[Path]:
+    """`workdir` cleared of an earlier launch's rank files, or a temporary folder removed afterwards."""
+    if workdir is None:
+        with tempfile.TemporaryDirectory(prefix="ddp-") as folder:
+            yield Path(folder)
+        return
+    folder = Path(workdir)
+    folder.mkdir(parents=True, exist_ok=True)
+    for old in folder.glob("rank*"):
+        old.unlink()
+    yield folder
+
+
+def _run(commands: list[list[str]], out: Path, env: dict[str, str], timeout: float) -> tuple[list[int], str, str]:
+    """Start every command at once (output to files), wait for all; stop them all on a timeout or a failure."""
+    logs, processes = [], []
+    try:
+        for i, command in enumerate(commands):
+            stdout, stderr = open(out / f"agent{i}.out", "w+"), open(out / f"agent{i}.err", "w+")
+            logs += [stdout, stderr]
+            processes.append(
+                subprocess.Popen(command, env=env, cwd=out, stdout=stdout, stderr=stderr, start_new_session=True)
+            )
+        deadline, failed_at = time.monotonic() + timeout, None
+        while any(p.poll() is None for p in processes):
+            now = time.monotonic()
+            if failed_at is None and any(p.returncode not in (None, 0) for p in processes):
+                failed_at = now
+            if now > deadline or (failed_at is not None and now > failed_at + FAILURE_GRACE_S):
+                break
+            time.sleep(0.05)
+    finally:
+        timed_out = any(p.poll() is None for p in processes)
+        for process in processes:
+            if process.poll() is None:
+                stop_process_tree(process.pid)
+            process.wait()
+        texts = []
+        for log in logs:
+            log.seek(0)
+            texts.append(log.read())
+            log.close()
+    if timed_out:
+        raise LaunchError(f"no result within {timeout:g} s: the launch was stopped", stderr="".join(texts[1::2]))
+    return [p.returncode for p in processes], "".join(texts[0::2]), "".join(texts[1::2])
+
+
+def _launch(commands: list[list[str]], out: Path, world_size: int, env: dict[str, str], timeout: float):
+    start = time.monotonic()
+    codes, stdout, stderr = _run(commands, out, env, timeout)
+    if any(codes):
+        raise _failure(out, codes, stderr)
+    return _collect(out, world_size, stdout, time.monotonic() - start)
+
+
+def _pids(out: Path) -> list[int]:
+    return sorted(int(p.read_text()) for p in out.glob("rank*.pid"))
+
+
+def _failure(out: Path, codes: list[int], stderr: str) -> LaunchError:
+    """The error of the rank that failed first (by the time it wrote its error file), or the launcher's last words."""
+    errors = [json.loads(p.read_text(encoding="utf-8")) for p in out.glob("rank*.error.json")]
+    if errors:
+        first = min(errors, key=lambda e: (e["time"], e["rank"]))
+        message = f"rank {first['rank']} failed with {first['type']}: {first['message']}"
+        return LaunchError(message, first["rank"], codes, _pids(out), stderr)
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    said = next((line for line in reversed(lines) if "error:" in line.lower()), lines[-1] if lines else "")
+    message = f"the launch failed (exit codes {codes}) before any rank reported: {said}"
+    return LaunchError(message, None, codes, _pids(out), stderr)
+
+
+def _collect(out: Path, world_size: int, stdout: str, seconds: float) -> RankResults:
+    results = []
+    for rank in range(world_size):
+        path = out / f"rank{rank}.json"
+        if not path.exists():
+            raise LaunchError(f"rank {rank} wrote no result: expected {world_size} ranks", rank, pids=_pids(out))
+        results.append(json.loads(path.read_text(encoding="utf-8")))
+    return RankResults(results, stdout, seconds)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """`python -m companion.ddp_launch --launches 20`: the soak test, with its count and seconds per launch."""
+    parser = argparse.ArgumentParser(prog="companion.ddp_launch", description="Launch the DDP script many times.")
+    parser.add_argument("--launches", type=int, default=20)
+    parser.add_argument("--nproc", type=int, default=2)
+    args = parser.parse_args(argv)
+    seconds, failures = soak(args.launches, args.nproc)
+    print(f"{args.launches} launches of {args.nproc} ranks: {len(seconds)} good, {len(failures)} failed")
+    if seconds:
+        print(
+            f"seconds per launch: min {min(seconds):.2f}, median {statistics.median(seconds):.2f}, "
+            f"max {max(seconds):.2f}"
+        )
+    for failure in failures:
+        print("failure:", failure)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

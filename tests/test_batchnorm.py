@@ -1,0 +1,319 @@
+"""companion.batchnorm against nn.BatchNorm2d: statistics, the reference layer over many steps, the plot, the checks."""
+
+import re
+import warnings
+
+import matplotlib.pyplot as plt
+import pytest
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from companion.batchnorm import (
+    BatchNorm2dReference,
+    _moving_average,
+    channel_statistics,
+    check_normalize,
+    check_running_var,
+    normalize_per_channel,
+    normalize_per_position,
+    plot_running_means,
+    running_mean_history,
+)
+from companion.exercises import WrongAnswer
+from companion.plotting import use_course_style
+
+
+def assert_close(got, want):
+    """Equal up to rounding: float32 within 1e-5, float64 within torch.testing's default 1e-7."""
+    tolerance = {} if got.dtype == torch.float64 else {"rtol": 1e-5, "atol": 1e-5}
+    torch.testing.assert_close(got, want, **tolerance)
+
+
+def assert_same_state(reference: BatchNorm2dReference, module: nn.BatchNorm2d):
+    """Parameters and buffers of the reference equal the module's (None where the module has None)."""
+    for name in ("weight", "bias", "running_mean", "running_var", "num_batches_tracked"):
+        got, want = getattr(reference, name), getattr(module, name)
+        if want is None:
+            assert got is None, name
+        elif name == "num_batches_tracked":
+            assert torch.equal(got, want)
+        else:
+            assert_close(got, want.detach())
+
+
+@st.composite
+def layer_and_batches(draw):
+    """A random nn.BatchNorm2d (every option) with random weight and bias, and a few random batches for it."""
+    channels = draw(st.integers(1, 4))
+    momentum = draw(st.one_of(st.none(), st.sampled_from([0.0, 0.1, 0.5, 1.0]), st.floats(0.0, 1.0)))
+    affine = draw(st.booleans())
+    track = draw(st.booleans())
+    eps = draw(st.sampled_from([1e-5, 1e-3, 0.5]))
+    generator = torch.Generator().manual_seed(draw(st.integers(0, 2**31)))
+    module = nn.BatchNorm2d(channels, eps=eps, momentum=momentum, affine=affine, track_running_stats=track)
+    if affine:
+        with torch.no_grad():
+            module.weight.copy_(torch.rand(channels, generator=generator) * 2 + 0.1)
+            module.bias.copy_(torch.randn(channels, generator=generator))
+    batches = []
+    for _ in range(draw(st.integers(1, 4))):
+        n, h, w = draw(st.integers(1, 4)), draw(st.integers(1, 4)), draw(st.integers(1, 4))
+        if n * h * w == 1:
+            n = 2  # one value per channel cannot be normalised in training mode (tested separately)
+        scale, shift = draw(st.floats(0.1, 10.0)), draw(st.floats(-5.0, 5.0))
+        batches.append(torch.randn(n, channels, h, w, generator=generator) * scale + shift)
+    return module, batches
+
+
+@settings(max_examples=50, deadline=None)
+@given(layer_and_batches())
+def test_reference_matches_batchnorm2d_step_by_step_then_in_eval_mode(case):
+    module, batches = case
+    settings = (module.num_features, module.eps, module.momentum, module.affine, module.track_running_stats)
+    assert_same_state(BatchNorm2dReference(*settings), nn.BatchNorm2d(*settings))  # the same initial state
+    # float64, so that a batch of two nearly equal values cannot turn float32 rounding into a failure
+    module.double()
+    batches = [x.double() for x in batches]
+    reference = BatchNorm2dReference.from_module(module)
+    for x in batches:  # training mode: outputs and buffers after every step
+        assert_close(reference(x), module(x))
+        assert_same_state(reference, module)
+    module.eval()
+    reference.eval()
+    for x in batches:  # evaluation mode: outputs, and buffers that no longer move
+        assert_close(reference(x), module(x))
+        assert_same_state(reference, module)
+
+
+@pytest.mark.parametrize("momentum", [0.1, None])
+@pytest.mark.parametrize("affine", [True, False])
+def test_named_options_over_ten_steps(momentum, affine):
+    generator = torch.Generator().manual_seed(0)
+    module = nn.BatchNorm2d(3, momentum=momentum, affine=affine)
+    reference = BatchNorm2dReference(3, momentum=momentum, affine=affine)
+    for _ in range(10):
+        x = torch.randn(4, 3, 5, 5, generator=generator) * 2 + 3
+        assert_close(reference(x), module(x))
+        assert_same_state(reference, module)
+    assert int(reference.num_batches_tracked) == 10
+    x = torch.randn(1, 3, 2, 2, generator=generator)
+    assert_close(reference.eval()(x), module.eval()(x))
+
+
+def test_momentum_none_is_the_plain_average_of_the_batch_statistics():
+    generator = torch.Generator().manual_seed(1)
+    batches = [torch.randn(5, 2, 3, 3, generator=generator) * (k + 1) + k for k in range(4)]
+    reference = BatchNorm2dReference(2, momentum=None)
+    for x in batches:
+        reference(x)
+    assert_close(reference.running_mean, torch.stack([x.mean((0, 2, 3)) for x in batches]).mean(0))
+    assert_close(reference.running_var, torch.stack([x.var((0, 2, 3)) for x in batches]).mean(0))
+
+
+def test_from_module_copies_settings_mode_and_state_without_sharing():
+    module = nn.BatchNorm2d(2, eps=0.1, momentum=None, affine=True)
+    module(torch.randn(3, 2, 2, 2))
+    module.eval()
+    reference = BatchNorm2dReference.from_module(module)
+    assert (reference.eps, reference.momentum, reference.training) == (0.1, None, False)
+    assert_same_state(reference, module)
+    reference.running_mean += 1
+    assert not torch.equal(reference.running_mean, module.running_mean)
+    no_stats = BatchNorm2dReference.from_module(nn.BatchNorm2d(2, affine=False, track_running_stats=False))
+    assert no_stats.weight is None and no_stats.running_var is None and no_stats.num_batches_tracked is None
+    with pytest.raises(TypeError, match="nn.BatchNorm2d, not Conv2d"):
+        BatchNorm2dReference.from_module(nn.Conv2d(2, 2, 1))
+
+
+def test_no_grad_does_not_stop_the_update_and_eval_does():
+    x = torch.randn(4, 3, 2, 2)
+    module, reference = nn.BatchNorm2d(3), BatchNorm2dReference(3)
+    with torch.no_grad():
+        module(x)
+    reference(x)
+    assert_same_state(reference, module)
+    assert int(module.num_batches_tracked) == 1
+    module.eval()
+    module(x)
+    assert int(module.num_batches_tracked) == 1
+
+
+def test_statistics_are_per_channel_over_batch_height_and_width():
+    x = torch.randn(4, 3, 5, 6, dtype=torch.float64)
+    mean, variance = channel_statistics(x)
+    want_var, want_mean = torch.var_mean(x, dim=(0, 2, 3), unbiased=False)
+    assert mean.shape == variance.shape == (3,)
+    assert_close(mean, want_mean)
+    assert_close(variance, want_var)
+    for eps in (1e-5, 0.5):
+        assert_close(normalize_per_channel(x, eps), F.batch_norm(x, None, None, training=True, eps=eps))
+        assert_close(normalize_per_channel(x, eps), nn.BatchNorm2d(3, eps=eps, affine=False).double()(x))
+
+
+def test_per_position_statistics_are_not_what_batchnorm2d_does():
+    x = torch.randn(4, 3, 5, 5)
+    per_position = normalize_per_position(x)
+    by_hand = (x - x.mean(0)) / torch.sqrt(x.var(0, unbiased=False) + 1e-5)
+    assert_close(per_position, by_hand)
+    assert not torch.allclose(per_position, nn.BatchNorm2d(3)(x), atol=1e-3)
+    single_position = torch.randn(4, 3, 1, 1)  # with a 1x1 feature map both readings agree
+    assert_close(normalize_per_position(single_position), normalize_per_channel(single_position))
+
+
+def test_moving_average_weights_the_new_value_by_factor():
+    old, new = torch.tensor([1.0, 2.0]), torch.tensor([3.0, 6.0])
+    assert torch.equal(_moving_average(old, new, 0.0), old)
+    assert torch.equal(_moving_average(old, new, 1.0), new)
+    assert_close(_moving_average(old, new, 0.25), torch.tensor([1.5, 3.0]))
+
+
+def test_one_value_per_channel_is_rejected_in_training_only_like_torch():
+    x = torch.randn(1, 3, 1, 1)
+    with pytest.raises(ValueError, match="more than 1 value per channel"):
+        nn.BatchNorm2d(3)(x)
+    with pytest.raises(ValueError, match="at least 2 samples"):
+        BatchNorm2dReference(3)(x)
+    assert_close(BatchNorm2dReference(3).eval()(x), nn.BatchNorm2d(3).eval()(x))
+    with pytest.raises(ValueError, match="more than 1 value per channel"):  # no running estimates: batch statistics
+        nn.BatchNorm2d(3, track_running_stats=False).eval()(x)
+    with pytest.raises(ValueError, match="more than 1 value per channel"):
+        BatchNorm2dReference(3, track_running_stats=False).eval()(x)
+    wide = torch.randn(1, 3, 1, 2)  # one sample but two values per channel is enough
+    assert_close(BatchNorm2dReference(3)(wide), nn.BatchNorm2d(3)(wide))
+
+
+@pytest.mark.parametrize(
+    ("x", "fix"),
+    [
+        (torch.randn(2, 4, 3, 3), "num_features=4"),
+        (torch.randn(3, 3, 3), "x.unsqueeze(0)"),
+        (torch.randn(4, 3), "BatchNorm1d"),
+    ],
+)
+def test_wrong_inputs_are_rejected_like_torch_with_a_fix(x, fix):
+    with pytest.raises((RuntimeError, ValueError)):
+        nn.BatchNorm2d(3)(x)
+    with pytest.raises(ValueError, match=re.escape(fix)):
+        BatchNorm2dReference(3)(x)
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "fix"),
+    [
+        (lambda: BatchNorm2dReference(3)(torch.ones(2, 3, 2, 2, dtype=torch.long)), TypeError, "x.float()"),
+        (lambda: BatchNorm2dReference(3)([[1.0]]), TypeError, "tensor of shape (N, C, H, W)"),
+        (lambda: channel_statistics(torch.randn(2, 3)), ValueError, "4-d input"),
+        (lambda: BatchNorm2dReference(3, momentum=1.5), ValueError, "pass None for a cumulative average"),
+        (lambda: BatchNorm2dReference(3, momentum=-0.1), ValueError, "weight of the NEW batch statistic"),
+        (lambda: BatchNorm2dReference(3, momentum="0.1"), TypeError, "number in [0, 1] or None"),
+        (lambda: BatchNorm2dReference(3.0), TypeError, "number of channels C"),
+        (lambda: BatchNorm2dReference(0), ValueError, "at least 1"),
+        (lambda: BatchNorm2dReference(3, eps=0.0), ValueError, "such as 1e-5"),
+        (lambda: BatchNorm2dReference(3, affine=1), TypeError, "affine must be True or False"),
+        (lambda: BatchNorm2dReference(3, track_running_stats=None), TypeError, "track_running_stats must be"),
+        (lambda: BatchNorm2dReference(3).train("eval"), TypeError, "True or False"),
+        (lambda: running_mean_history(0.1, torch.randn(4, 1, 2, 2)), ValueError, "(K, N, 1, H, W)"),
+        (lambda: plot_running_means({}, 0.0), ValueError, "at least one curve"),
+    ],
+)
+def test_bad_arguments_name_the_fix(call, error, fix):
+    with pytest.raises(error, match=re.escape(fix)):
+        call()
+
+
+def test_running_mean_history_starts_at_zero_and_follows_the_update_rule():
+    generator = torch.Generator().manual_seed(2)
+    batches = torch.randn(6, 8, 1, 3, 3, generator=generator) + 3
+    batch_means = batches.mean(dim=(1, 2, 3, 4))
+    cumulative = running_mean_history(None, batches)
+    assert len(cumulative) == 7 and cumulative[0] == 0.0
+    assert cumulative[-1] == pytest.approx(batch_means.mean().item(), abs=1e-5)
+    assert running_mean_history(1.0, batches)[-1] == pytest.approx(batch_means[-1].item(), abs=1e-5)
+    assert running_mean_history(0.1, batches)[1] == pytest.approx(0.1 * batch_means[0].item(), abs=1e-6)
+
+
+def test_plot_draws_one_line_per_history_and_the_true_mean():
+    use_course_style()
+    fig = plot_running_means({"momentum 0.1": [0.0, 0.3, 0.57], "cumulative": [0.0, 3.0, 2.9]}, true_mean=3.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a missing Chinese glyph would warn
+        fig.canvas.draw()
+    (ax,) = fig.axes
+    assert [line.get_label() for line in ax.lines] == ["momentum 0.1", "cumulative", "true mean / 真实均值 = 3"]
+    assert list(ax.lines[1].get_ydata()) == [0.0, 3.0, 2.9]
+    assert "滑动均值" in ax.get_ylabel()
+    plt.close(fig)
+
+
+def right_normalize(x, eps):
+    return F.batch_norm(x, None, None, training=True, eps=eps)
+
+
+def test_check_normalize_passes_a_right_answer(capsys):
+    check_normalize(right_normalize)
+    check_normalize(lambda x, eps: normalize_per_channel(x, eps))
+    assert capsys.readouterr().out.startswith("✓ Correct / 正确: normalize matches BatchNorm2d")
+
+
+def mutating_normalize(x, eps):
+    result = right_normalize(x, eps)
+    x.zero_()
+    return result
+
+
+@pytest.mark.parametrize(
+    ("wrong", "hint"),
+    [
+        (normalize_per_position, "one mean per position"),
+        (
+            lambda x, eps: (x - x.mean((0, 2, 3), keepdim=True)) / torch.sqrt(x.var((0, 2, 3), keepdim=True) + eps),
+            "n - 1",
+        ),
+        (
+            lambda x, eps: (
+                (x - x.mean((0, 2, 3), keepdim=True)) / (x.std((0, 2, 3), unbiased=False, keepdim=True) + eps)
+            ),
+            "inside the square root",
+        ),
+        (lambda x, eps: F.instance_norm(x, eps=eps), "include the batch"),
+        (lambda x, eps: F.layer_norm(x, x.shape[1:], eps=eps), "over all its channels"),
+        (lambda x, eps: x - x.mean((0, 2, 3), keepdim=True), "does not match BatchNorm2d"),
+        (lambda x, eps: right_normalize(x, eps).mean((0, 2, 3)), "keeps the input's shape"),
+        (lambda x, eps: right_normalize(x, eps).tolist(), "should return a tensor"),
+        (mutating_normalize, "changed its input"),
+        (right_normalize(torch.randn(2, 1, 1, 1), 1e-5), "without ()"),
+    ],
+)
+def test_check_normalize_rejects_wrong_answers_with_a_hint(wrong, hint):
+    with pytest.raises(WrongAnswer, match=re.escape(hint)):
+        check_normalize(wrong)
+
+
+def right_running_var(x, momentum):
+    return (1 - momentum) * torch.ones(x.shape[1]) + momentum * x.var(dim=(0, 2, 3))
+
+
+def test_check_running_var_passes_a_right_answer(capsys):
+    check_running_var(right_running_var)
+    assert capsys.readouterr().out.startswith("✓ Correct / 正确: running_var_after_one_step matches nn.BatchNorm2d")
+
+
+@pytest.mark.parametrize(
+    ("wrong", "hint"),
+    [
+        (lambda x, m: (1 - m) * torch.ones(x.shape[1]) + m * x.var((0, 2, 3), unbiased=False), "UNBIASED"),
+        (lambda x, m: m * torch.ones(x.shape[1]) + (1 - m) * x.var((0, 2, 3)), "weight of the NEW value"),
+        (lambda x, m: m * x.var((0, 2, 3)), "starts at ones"),
+        (lambda x, m: x.var((0, 2, 3)), "batch variance itself"),
+        (lambda x, m: (1 - m) + m * x.var(0), "one variance per channel"),
+        (lambda x, m: (1 - m) * torch.ones(x.shape[1]) + m * x.var((0, 2, 3)) ** 0.5, "expected other values"),
+        (lambda x, m: right_running_var(x, m).tolist(), "should return a tensor"),
+        (right_running_var(torch.randn(2, 1, 1, 1), 0.1), "without ()"),
+    ],
+)
+def test_check_running_var_rejects_wrong_answers_with_a_hint(wrong, hint):
+    with pytest.raises(WrongAnswer, match=re.escape(hint)):
+        check_running_var(wrong)

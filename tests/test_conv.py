@@ -1,0 +1,362 @@
+"""companion.conv against PyTorch: output sizes, the reference conv2d, dilation, receptive fields, plot and checks."""
+
+import re
+import warnings
+
+import matplotlib.pyplot as plt
+import pytest
+import torch
+import torch.nn.functional as F
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from torch import nn
+
+from companion.conv import (
+    _sampled_positions,
+    check_depthwise_conv,
+    check_output_length,
+    conv2d_output_size,
+    conv2d_reference,
+    dilate_kernel,
+    effective_kernel_size,
+    measure_receptive_field,
+    padding_sides,
+    plot_dilation,
+    receptive_field,
+)
+from companion.exercises import WrongAnswer
+from companion.plotting import use_course_style
+
+
+def int_or_pair(low: int, high: int):
+    """An int, or a tuple of two ints, in [low, high]: the two forms Conv2d accepts."""
+    number = st.integers(low, high)
+    return st.one_of(number, st.tuples(number, number))
+
+
+def as_pair(value):
+    return value if isinstance(value, tuple) else (value, value)
+
+
+@st.composite
+def conv_case(draw):
+    """A random valid Conv2d configuration with its input, weight and bias (float64, so sums agree closely)."""
+    groups = draw(st.sampled_from([1, 1, 2, 3]))
+    in_channels = groups * draw(st.integers(1, 2))
+    out_channels = groups * draw(st.integers(1, 2))
+    kernel = (draw(st.integers(1, 3)), draw(st.integers(1, 3)))  # non-square kernels included
+    stride = draw(int_or_pair(1, 3))
+    dilation = draw(int_or_pair(1, 3))
+    strings = ["valid", "same"] if as_pair(stride) == (1, 1) else ["valid"]
+    padding = draw(st.one_of(int_or_pair(0, 2), st.sampled_from(strings)))
+    top, bottom, left, right = padding_sides(padding, kernel, stride, dilation)
+    span_h, span_w = effective_kernel_size(kernel, dilation)
+    height = draw(st.integers(max(1, span_h - top - bottom), span_h + 5))  # the kernel always fits
+    width = draw(st.integers(max(1, span_w - left - right), span_w + 5))
+    generator = torch.Generator().manual_seed(draw(st.integers(0, 2**31)))
+    batch = draw(st.integers(1, 2))
+    x = torch.randn(batch, in_channels, height, width, generator=generator, dtype=torch.float64)
+    weight = torch.randn(out_channels, in_channels // groups, *kernel, generator=generator, dtype=torch.float64)
+    bias = torch.randn(out_channels, generator=generator, dtype=torch.float64) if draw(st.booleans()) else None
+    options = {"stride": stride, "padding": padding, "dilation": dilation, "groups": groups}
+    return x, weight, bias, options
+
+
+def torch_conv2d(x, weight, bias, options):
+    """F.conv2d, quiet about 'same' with an even kernel (PyTorch warns that it copies the input)."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Using padding='same'")
+        return F.conv2d(x, weight, bias, **options)
+
+
+@settings(max_examples=150, deadline=None)
+@given(conv_case())
+def test_reference_equals_f_conv2d(case):
+    x, weight, bias, options = case
+    torch.testing.assert_close(conv2d_reference(x, weight, bias, **options), torch_conv2d(x, weight, bias, options))
+
+
+@settings(max_examples=100, deadline=None)
+@given(conv_case())
+def test_output_size_equals_the_shape_pytorch_gives(case):
+    x, weight, bias, options = case
+    options = {k: v for k, v in options.items() if k != "groups"}
+    want = torch_conv2d(x, weight[:, :1].repeat(1, x.shape[1], 1, 1), None, options).shape[2:]
+    assert conv2d_output_size(tuple(x.shape[2:]), tuple(weight.shape[2:]), **options) == tuple(want)
+
+
+@settings(max_examples=40, deadline=None)
+@given(conv_case())
+def test_reference_equals_nn_conv2d_module(case):
+    x, weight, bias, options = case
+    out_channels, in_per_group, kernel_h, kernel_w = weight.shape
+    conv = nn.Conv2d(
+        in_per_group * options["groups"], out_channels, (kernel_h, kernel_w), bias=bias is not None, **options
+    ).double()
+    with torch.no_grad():
+        conv.weight.copy_(weight)
+        if bias is not None:
+            conv.bias.copy_(bias)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Using padding='same'")
+        want = conv(x)
+    torch.testing.assert_close(conv2d_reference(x, conv.weight.detach(), conv.bias, **options), want)
+
+
+@pytest.mark.parametrize(
+    ("shape", "weight_shape", "options"),
+    [
+        ((1, 3, 8, 8), (4, 3, 3, 3), {}),
+        ((2, 3, 7, 9), (5, 3, 2, 4), {"stride": (2, 1), "padding": (1, 2), "dilation": (1, 2)}),
+        ((1, 4, 9, 9), (8, 1, 3, 3), {"padding": 1, "groups": 4}),  # depthwise, two kernels per channel
+        ((1, 4, 9, 9), (4, 1, 3, 3), {"padding": "same", "dilation": 3, "groups": 4}),  # depthwise, dilated
+        ((2, 6, 6, 5), (6, 2, 1, 1), {"groups": 3}),  # grouped 1 x 1
+        ((1, 2, 5, 5), (3, 2, 5, 5), {}),  # kernel exactly as large as the input: one output element
+        ((1, 1, 1, 7), (1, 1, 1, 3), {"stride": 3, "padding": (0, 1)}),  # a single row
+    ],
+)
+def test_reference_on_a_grid_of_float32_configurations(shape, weight_shape, options):
+    generator = torch.Generator().manual_seed(0)
+    x, weight = torch.randn(shape, generator=generator), torch.randn(weight_shape, generator=generator)
+    bias = torch.randn(weight_shape[0], generator=generator)
+    torch.testing.assert_close(conv2d_reference(x, weight, bias, **options), F.conv2d(x, weight, bias, **options))
+    torch.testing.assert_close(conv2d_reference(x, weight, **options), F.conv2d(x, weight, **options))
+
+
+def test_reference_accepts_an_unbatched_image_like_pytorch():
+    x, weight = torch.randn(3, 6, 6), torch.randn(2, 3, 3, 3)
+    got = conv2d_reference(x, weight, padding=1)
+    assert got.shape == (2, 6, 6)
+    torch.testing.assert_close(got, F.conv2d(x, weight, padding=1))
+
+
+def test_reference_on_integers_is_exact_and_matches_a_hand_computed_element():
+    x = torch.arange(16.0).view(1, 1, 4, 4)
+    weight = torch.tensor([[[[1.0, 0.0], [0.0, -1.0]]]])
+    out = conv2d_reference(x, weight, torch.tensor([10.0]), stride=2)
+    assert torch.equal(out, F.conv2d(x, weight, torch.tensor([10.0]), stride=2))
+    assert out[0, 0, 1, 1].item() == x[0, 0, 2, 2] - x[0, 0, 3, 3] + 10
+
+
+@pytest.mark.parametrize(
+    ("arguments", "want"),
+    [
+        (((32, 32), 3, 2, 1), (16, 16)),
+        ((32, 3, 1, 0, 2), (28, 28)),
+        (((7, 10), (3, 5), (2, 3), (1, 0)), (4, 2)),
+        ((5, 5), (1, 1)),  # kernel as large as the input
+        ((6, 4, 1, "same"), (6, 6)),  # even kernel: the extra zero goes at the end
+        ((6, 3, 1, "valid", 2), (2, 2)),
+    ],
+)
+def test_output_size_examples(arguments, want):
+    assert conv2d_output_size(*arguments) == want
+
+
+def test_padding_sides_put_the_odd_zero_at_the_end_like_pytorch():
+    assert padding_sides("same", 4) == (1, 2, 1, 2)
+    assert padding_sides("same", (2, 3), dilation=(3, 1)) == (1, 2, 1, 1)
+    assert padding_sides((2, 0), 3) == (2, 2, 0, 0)
+    x, weight = torch.randn(1, 1, 7, 7), torch.randn(1, 1, 4, 4)
+    top, bottom, left, right = padding_sides("same", 4)
+    want = torch_conv2d(x, weight, None, {"padding": "same"})
+    torch.testing.assert_close(F.conv2d(F.pad(x, (left, right, top, bottom)), weight), want)
+
+
+BAD_ARGUMENTS = [
+    # (input shape, weight shape, options, exception, words of the message that name the fix)
+    ((1, 4, 8, 8), (6, 2, 3, 3), {"groups": 3}, ValueError, "divisors [1, 2, 4]"),
+    ((1, 4, 8, 8), (3, 2, 3, 3), {"groups": 2}, ValueError, "multiple of 2 kernels"),
+    ((1, 4, 8, 8), (8, 2, 3, 3), {}, ValueError, "pass weight of shape (8, 4, 3, 3)"),
+    ((1, 4, 8, 8), (8, 4, 3, 3), {"groups": 2}, ValueError, "pass weight of shape (8, 2, 3, 3)"),
+    ((1, 4, 4, 4), (2, 4, 3, 3), {"dilation": 2}, ValueError, "more padding"),
+    ((1, 4, 4, 4), (2, 4, 6, 6), {"padding": 0}, ValueError, "a smaller kernel"),
+    ((1, 4, 8, 8), (2, 4, 3, 3), {"stride": 0}, ValueError, "stride must be positive"),
+    ((1, 4, 8, 8), (2, 4, 3, 3), {"stride": (1, -1)}, ValueError, "stride must be positive"),
+    ((1, 4, 8, 8), (2, 4, 3, 3), {"dilation": 0}, ValueError, "dilation must be positive"),
+    ((1, 4, 8, 8), (2, 4, 3, 3), {"padding": -1}, ValueError, "non-negative"),
+    ((1, 4, 8, 8), (2, 4, 3, 3), {"groups": 0}, ValueError, "1 is an ordinary convolution"),
+    ((1, 4, 8, 8), (2, 4, 3, 3), {"stride": 2, "padding": "same"}, ValueError, "needs stride=1"),
+    ((1, 4, 8, 8), (2, 4, 3, 3), {"padding": "full"}, ValueError, "'same', 'valid'"),
+    ((1, 4, 8, 8), (2, 4, 3, 3), {"stride": 1.5}, TypeError, "int or a pair of ints"),
+    ((1, 4, 8, 8), (2, 4, 3, 3), {"stride": (1, 2, 3)}, TypeError, "int or a pair of ints"),
+    ((1, 4, 8, 8), (2, 4, 3, 3), {"groups": 1.0}, TypeError, "groups must be an int"),
+    ((8, 8), (2, 4, 3, 3), {}, ValueError, "pass (N, C_in, H, W)"),
+    ((1, 4, 8, 8), (2, 4, 3), {}, ValueError, "pass (C_out, C_in // groups, kH, kW)"),
+]
+
+
+@pytest.mark.parametrize(("shape", "weight_shape", "options", "error", "fix"), BAD_ARGUMENTS)
+def test_bad_arguments_are_rejected_like_pytorch_with_a_fix(shape, weight_shape, options, error, fix):
+    x, weight = torch.ones(shape), torch.ones(weight_shape)
+    with pytest.raises((RuntimeError, ValueError, TypeError)):
+        F.conv2d(x, weight, **options)
+    with pytest.raises(error, match=re.escape(fix)):
+        conv2d_reference(x, weight, **options)
+
+
+def test_bad_tensors_and_bias_name_the_fix():
+    with pytest.raises(TypeError, match="must be tensors"):
+        conv2d_reference([[1.0]], torch.ones(1, 1, 1, 1))
+    with pytest.raises(TypeError, match="bias must be None or a tensor"):
+        conv2d_reference(torch.ones(1, 1, 3, 3), torch.ones(2, 1, 1, 1), bias=[0.0, 0.0])
+    with pytest.raises(RuntimeError):
+        F.conv2d(torch.ones(1, 1, 3, 3), torch.ones(2, 1, 1, 1), torch.ones(3))
+    with pytest.raises(ValueError, match=re.escape("one number per output channel, (2,)")):
+        conv2d_reference(torch.ones(1, 1, 3, 3), torch.ones(2, 1, 1, 1), torch.ones(3))
+
+
+@pytest.mark.parametrize(
+    ("arguments", "error", "fix"),
+    [
+        (((4, 4), 3, 1, 0, 2), ValueError, "smaller dilation"),
+        ((0, 3), ValueError, "input_size must be positive"),
+        (((8, 8), 0), ValueError, "kernel_size must be positive"),
+        (((8, 8), 3, 2, "same"), ValueError, "needs stride=1"),
+        (((8, 8), 3, 1, "SAME"), ValueError, "'same', 'valid'"),
+        (((8, 8), 3.0), TypeError, "kernel_size must be an int"),
+        (((8, 8), 3, True), TypeError, "stride must be an int"),
+    ],
+)
+def test_output_size_bad_arguments_name_the_fix(arguments, error, fix):
+    with pytest.raises(error, match=re.escape(fix)):
+        conv2d_output_size(*arguments)
+
+
+@settings(max_examples=60, deadline=None)
+@given(conv_case())
+def test_dilation_equals_a_zero_inserted_dense_kernel(case):
+    x, weight, bias, options = case
+    if isinstance(options["padding"], str):  # pad by hand: 'same' may put one more zero at the end
+        top, bottom, left, right = padding_sides(options["padding"], tuple(weight.shape[2:]), 1, options["dilation"])
+        x, options["padding"] = F.pad(x, (left, right, top, bottom)), 0
+    dense = dilate_kernel(weight, options["dilation"])
+    assert tuple(dense.shape[2:]) == effective_kernel_size(tuple(weight.shape[2:]), options["dilation"])
+    assert torch.count_nonzero(dense) == torch.count_nonzero(weight)
+    want = F.conv2d(x, weight, bias, **options)
+    torch.testing.assert_close(F.conv2d(x, dense, bias, **{**options, "dilation": 1}), want)
+
+
+def test_dilate_kernel_places_taps_d_apart():
+    dense = dilate_kernel(torch.tensor([[1.0, 2.0], [3.0, 4.0]]), (2, 3))
+    assert dense.tolist() == [[1, 0, 0, 2], [0, 0, 0, 0], [3, 0, 0, 4]]
+    assert torch.equal(dilate_kernel(torch.ones(2, 1, 3, 3), 1), torch.ones(2, 1, 3, 3))
+    with pytest.raises(ValueError, match="dilation must be positive"):
+        dilate_kernel(torch.ones(3, 3), 0)
+    with pytest.raises(TypeError, match="last two dimensions"):
+        dilate_kernel(torch.ones(3), 2)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.tuples(st.integers(1, 4), st.integers(1, 2), st.integers(1, 3)), min_size=1, max_size=3))
+def test_receptive_field_formula_equals_the_autograd_measurement(layers):
+    model = nn.Sequential(*(nn.Sequential(nn.Conv2d(1, 1, k, stride=s, dilation=d), nn.ReLU()) for k, s, d in layers))
+    field = receptive_field(layers)
+    assert measure_receptive_field(model, field + 12) == (field, field)
+
+
+def test_receptive_field_known_values():
+    assert receptive_field([]) == 1
+    assert receptive_field([(3, 1, 1)] * 3) == 7
+    assert receptive_field([(3, 1, 1), (3, 1, 2), (3, 1, 4)]) == 15
+    assert receptive_field([(7, 2, 1), (3, 2, 1)]) == 11
+    stack = nn.Sequential(*(nn.Conv2d(1, 1, 3, dilation=d, padding=d) for d in (1, 2, 4)))
+    assert measure_receptive_field(stack, 33) == (15, 15)
+    grouped = nn.Conv2d(4, 4, (3, 5), groups=2)
+    assert measure_receptive_field(grouped, 11, in_channels=4) == (3, 5)
+
+
+def test_measure_leaves_the_model_alone_and_receptive_field_rejects_bad_layers():
+    conv = nn.Conv2d(1, 1, 3)
+    before = conv.weight.detach().clone()
+    measure_receptive_field(conv, 9)
+    assert torch.equal(conv.weight, before) and conv.weight.grad is None
+    with pytest.raises(TypeError, match="nn.Module"):
+        measure_receptive_field(lambda x: x, 9)
+    with pytest.raises(TypeError, match="triple of ints"):
+        receptive_field([(3, 1)])
+    with pytest.raises(ValueError, match="must be positive"):
+        receptive_field([(3, 0, 1)])
+
+
+def test_sampled_positions_and_the_plot_agree():
+    assert _sampled_positions(3, 2, 4) == [2, 4, 6]
+    assert _sampled_positions(5, 1, 4) == [2, 3, 4, 5, 6]
+    with pytest.raises(ValueError, match="odd"):
+        _sampled_positions(4, 1, 4)
+    use_course_style()
+    fig = plot_dilation(3, (1, 2, 3), input_size=9)
+    fig.canvas.draw()  # renders the Chinese titles; a missing glyph would warn, and warnings are errors here
+    for ax, dilation in zip(fig.axes, (1, 2, 3), strict=True):
+        cells = [p for p in ax.patches if p.get_fill() and p.get_width() == 1]
+        hit = {(int(p.get_y()), int(p.get_x())) for p in cells if p.get_facecolor() != (1.0, 1.0, 1.0, 1.0)}
+        taps = _sampled_positions(3, dilation, 4)
+        assert hit == {(r, c) for r in taps for c in taps}
+        span = 2 * dilation + 1
+        assert any(not p.get_fill() and p.get_width() == span for p in ax.patches)
+        assert f"空洞 {dilation}" in ax.get_title()
+    plt.close(fig)
+    with pytest.raises(ValueError, match="larger one"):
+        plot_dilation(3, (5,), input_size=9)
+
+
+def right_output_length(length, kernel_size, stride, padding, dilation):
+    return (length + 2 * padding - dilation * (kernel_size - 1) - 1) // stride + 1
+
+
+def test_check_output_length_passes_a_right_answer(capsys):
+    check_output_length(right_output_length)
+    assert capsys.readouterr().out.startswith("✓ Correct / 正确: conv_output_length agrees with F.conv1d")
+
+
+@pytest.mark.parametrize(
+    ("wrong", "hint"),
+    [
+        (lambda n, k, s, p, d: (n + 2 * p - k) // s + 1, "spans d\\*\\(k-1\\)\\+1 inputs"),
+        (lambda n, k, s, p, d: (n + p - d * (k - 1) - 1) // s + 1, "both sides"),
+        (lambda n, k, s, p, d: (n + 2 * p - d * (k - 1) - 1) // s, "count the first position"),
+        (lambda n, k, s, p, d: -(-(n + 2 * p - d * (k - 1) - 1) // s) + 1, "round down"),
+        (lambda n, k, s, p, d: (n + 2 * p - d * (k - 1) - 1) / s + 1, "return an int"),
+        (lambda n, k, s, p, d: torch.tensor(right_output_length(n, k, s, p, d)), "return an int"),
+        (lambda n, k, s, p, d: n // s, "floor\\(\\(L \\+ 2p"),
+        (right_output_length(8, 3, 1, 0, 1), "Pass the function itself"),
+    ],
+)
+def test_check_output_length_rejects_wrong_answers_with_a_hint(wrong, hint):
+    with pytest.raises(WrongAnswer, match=hint):
+        check_output_length(wrong)
+
+
+def test_check_depthwise_conv_passes_right_answers(capsys):
+    check_depthwise_conv(lambda x, w: F.conv2d(x, w, padding=w.shape[-1] // 2, groups=x.shape[1]))
+    check_depthwise_conv(lambda x, w: F.conv2d(x, w, padding="same", groups=w.shape[0]))
+    assert capsys.readouterr().out.startswith("✓ Correct / 正确: depthwise_conv agrees with a per-channel loop")
+
+
+@pytest.mark.parametrize(
+    ("wrong", "hint"),
+    [
+        (lambda x, w: F.conv2d(x, w, padding=w.shape[-1] // 2), "pass groups=x.shape\\[1\\]"),
+        (lambda x, w: F.conv2d(x, w, groups=x.shape[1]), "pad by kernel_size // 2"),
+        (
+            lambda x, w: F.conv2d(x, w.repeat(1, x.shape[1], 1, 1), padding=w.shape[-1] // 2),
+            "only its own input channel",
+        ),
+        (lambda x, w: F.conv2d(x, w.flip(0), padding=w.shape[-1] // 2, groups=x.shape[1]), "only its own"),
+        (lambda x, w: F.conv2d(x, w, padding=w.shape[-1] // 2, groups=x.shape[1]).tolist(), "return a tensor"),
+        (F.conv2d, "Pass the function itself"),
+    ],
+)
+def test_check_depthwise_conv_rejects_wrong_answers_with_a_hint(wrong, hint):
+    if hint == "Pass the function itself":
+        wrong = wrong(torch.ones(1, 1, 3, 3), torch.ones(1, 1, 1, 1))
+    with pytest.raises(WrongAnswer, match=hint):
+        check_depthwise_conv(wrong)
+
+
+def test_check_depthwise_conv_lets_unrelated_errors_through():
+    def broken(x, w):
+        raise RuntimeError("something else went wrong")
+
+    with pytest.raises(RuntimeError, match="something else"):
+        check_depthwise_conv(broken)

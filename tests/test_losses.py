@@ -1,0 +1,316 @@
+"""companion.losses against PyTorch: the reference cross-entropy, its argument checks, the picture and the checks."""
+
+import math
+import re
+import warnings
+
+import matplotlib.pyplot as plt
+import pytest
+import torch
+import torch.nn.functional as F
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from companion.exercises import WrongAnswer
+from companion.losses import (
+    check_mean_cross_entropy,
+    check_weighted_cross_entropy,
+    cross_entropy_reference,
+    log_softmax_reference,
+    loss_vs_true_logit,
+    plot_loss_vs_true_logit,
+)
+from companion.plotting import use_course_style
+
+
+@st.composite
+def loss_case(draw, probabilities: bool):
+    """Random logits (N, C, d1, ...) with class-index or probability targets and every option of F.cross_entropy."""
+    n = draw(st.integers(0, 5))
+    c = draw(st.integers(1, 5))
+    extra = draw(st.lists(st.integers(1, 3), max_size=2))
+    dtype = draw(st.sampled_from([torch.float32, torch.float64]))
+    generator = torch.Generator().manual_seed(draw(st.integers(0, 2**31)))
+    scale = draw(st.sampled_from([0.1, 1.0, 10.0, 1000.0]))
+    logits = (torch.randn(n, c, *extra, generator=generator) * scale).to(dtype)
+    if probabilities:
+        target = torch.softmax(torch.randn(n, c, *extra, generator=generator) * 3, dim=1).to(dtype)
+        ignore_index = -100
+    else:
+        target = torch.randint(0, c, (n, *extra), generator=generator)
+        ignore_index = draw(st.sampled_from([-100, -1, 0, c - 1]))
+        ignored = torch.rand(target.shape, generator=generator) < draw(st.sampled_from([0.0, 0.3, 1.0]))
+        target[ignored] = ignore_index
+    weight = None
+    if draw(st.booleans()):
+        weight = (torch.rand(c, generator=generator) * 2 + 0.05).to(dtype)
+    options = {
+        "weight": weight,
+        "ignore_index": ignore_index,
+        "reduction": draw(st.sampled_from(["none", "sum", "mean"])),
+        "label_smoothing": draw(st.sampled_from([0.0, 0.1, 0.5, 1.0])),
+    }
+    return logits, target, options
+
+
+def assert_same_loss(got: torch.Tensor, want: torch.Tensor) -> None:
+    assert got.shape == want.shape and got.dtype == want.dtype
+    # Sums of up to ~100 terms of size up to ~1000 in float32: compare relative to the size of the terms.
+    tolerance = 1e-4 if want.dtype == torch.float32 else 1e-10
+    torch.testing.assert_close(got, want, rtol=tolerance, atol=tolerance, equal_nan=True)
+
+
+@settings(max_examples=150, deadline=None)
+@given(loss_case(probabilities=False))
+def test_reference_equals_torch_for_class_indices(case):
+    logits, target, options = case
+    assert_same_loss(cross_entropy_reference(logits, target, **options), F.cross_entropy(logits, target, **options))
+
+
+@settings(max_examples=100, deadline=None)
+@given(loss_case(probabilities=True))
+def test_reference_equals_torch_for_probability_targets(case):
+    logits, target, options = case
+    assert_same_loss(cross_entropy_reference(logits, target, **options), F.cross_entropy(logits, target, **options))
+
+
+@pytest.mark.parametrize("reduction", ["none", "sum", "mean"])
+@pytest.mark.parametrize("label_smoothing", [0.0, 0.2])
+@pytest.mark.parametrize("weight", [None, torch.tensor([0.5, 2.0, 1.0])])
+def test_reference_equals_the_modules_and_log_softmax_plus_nll(reduction, label_smoothing, weight):
+    logits = torch.randn(7, 3, generator=torch.Generator().manual_seed(4))
+    target = torch.tensor([0, 1, 2, -100, 2, 1, 0])
+    options = {"weight": weight, "reduction": reduction}
+    got = cross_entropy_reference(logits, target, label_smoothing=label_smoothing, **options)
+    module = torch.nn.CrossEntropyLoss(label_smoothing=label_smoothing, **options)
+    torch.testing.assert_close(got, module(logits, target))
+    if label_smoothing == 0.0:
+        torch.testing.assert_close(got, F.nll_loss(F.log_softmax(logits, dim=1), target, **options))
+        torch.testing.assert_close(got, torch.nn.NLLLoss(**options)(torch.log_softmax(logits, dim=1), target))
+
+
+@pytest.mark.parametrize("weight", [None, torch.tensor([1.0, 2.0])])
+@pytest.mark.parametrize("label_smoothing", [0.0, 0.3])
+def test_all_ignored_batch_gives_nan_mean_zero_sum_and_zero_losses(weight, label_smoothing):
+    logits, target = torch.randn(3, 2), torch.full((3,), -100)
+    options = {"weight": weight, "label_smoothing": label_smoothing}
+    mean = cross_entropy_reference(logits, target, **options)
+    assert mean.isnan() and F.cross_entropy(logits, target, **options).isnan()
+    assert cross_entropy_reference(logits, target, reduction="sum", **options).item() == 0.0
+    assert torch.equal(cross_entropy_reference(logits, target, reduction="none", **options), torch.zeros(3))
+
+
+def test_empty_batch_matches_torch():
+    for target in (torch.zeros(0, dtype=torch.long), torch.zeros(0, 4)):
+        assert cross_entropy_reference(torch.zeros(0, 4), target).isnan()
+        assert F.cross_entropy(torch.zeros(0, 4), target).isnan()
+        assert cross_entropy_reference(torch.zeros(0, 4), target, reduction="none").shape == (0,)
+
+
+def test_weighted_mean_divides_by_the_weights_of_the_kept_targets():
+    logits = torch.randn(4, 3, generator=torch.Generator().manual_seed(5))
+    target, weight = torch.tensor([0, 2, -100, 2]), torch.tensor([0.5, 1.0, 4.0])
+    per_sample = cross_entropy_reference(logits, target, weight, reduction="none")
+    mean = cross_entropy_reference(logits, target, weight)
+    torch.testing.assert_close(mean, per_sample.sum() / (0.5 + 4.0 + 4.0))
+    torch.testing.assert_close(mean, F.cross_entropy(logits, target, weight))
+    probabilities = F.one_hot(torch.tensor([0, 2, 1, 2]), 3).float()  # probability targets: divide by N
+    torch.testing.assert_close(
+        cross_entropy_reference(logits, probabilities, weight),
+        cross_entropy_reference(logits, probabilities, weight, reduction="sum") / 4,
+    )
+
+
+def test_one_sample_without_a_batch_dimension_and_byte_targets():
+    logits = torch.tensor([2.0, 1.0, 0.1])
+    for reduction in ("none", "mean"):
+        got = cross_entropy_reference(logits, torch.tensor(0), reduction=reduction)
+        want = F.cross_entropy(logits, torch.tensor(0), reduction=reduction)
+        assert got.shape == want.shape == ()
+        torch.testing.assert_close(got, want)
+    probabilities = torch.tensor([0.7, 0.2, 0.1])
+    torch.testing.assert_close(cross_entropy_reference(logits, probabilities), F.cross_entropy(logits, probabilities))
+    logits, target = torch.randn(4, 3), torch.tensor([0, 2, 1, 1], dtype=torch.uint8)
+    torch.testing.assert_close(cross_entropy_reference(logits, target), F.cross_entropy(logits, target))
+
+
+def test_reference_is_finite_where_log_of_softmax_is_not():
+    logits, target = torch.tensor([[1000.0, 0.0], [-1000.0, 0.0]]), torch.tensor([1, 0])
+    assert torch.log(torch.softmax(logits, dim=1)).isinf().any()
+    assert torch.equal(cross_entropy_reference(logits, target, reduction="none"), torch.tensor([1000.0, 1000.0]))
+    assert torch.equal(cross_entropy_reference(logits, target), F.cross_entropy(logits, target))
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.integers(1, 5), min_size=1, max_size=3),
+    st.sampled_from([0.01, 1.0, 100.0, 1e4]),
+    st.integers(0, 2**31),
+)
+def test_log_softmax_reference_equals_torch(shape, scale, seed):
+    logits = torch.randn(shape, generator=torch.Generator().manual_seed(seed)) * scale
+    for dim in range(-len(shape), len(shape)):
+        got = log_softmax_reference(logits, dim=dim)
+        assert got.isfinite().all()
+        torch.testing.assert_close(got, F.log_softmax(logits, dim=dim), rtol=1e-5, atol=1e-5 * scale)
+
+
+def test_log_softmax_reference_needs_floating_point():
+    with pytest.raises(TypeError, match=re.escape("logits.float()")):
+        log_softmax_reference(torch.tensor([[1, 2]]))
+
+
+LOGITS = torch.randn(6, 4, generator=torch.Generator().manual_seed(6))
+TARGET = torch.tensor([0, 1, 2, 3, 1, 2])
+
+BAD_ARGUMENTS = [
+    # (logits, target, options, exception, words in the message that name the fix)
+    (LOGITS.long(), TARGET, {}, TypeError, "logits.float()"),
+    (LOGITS, TARGET.float(), {}, TypeError, "target.long()"),
+    (LOGITS, TARGET.int(), {}, TypeError, "target.long()"),
+    (LOGITS, torch.zeros(6, 5), {}, TypeError, "target.long()"),
+    (LOGITS, torch.tensor([0, 1, 2, 4, 1, 2]), {}, ValueError, "use 0..3"),
+    (LOGITS, torch.tensor([0, 1, 2, -1, 1, 2]), {}, ValueError, "or ignore_index"),
+    (LOGITS, TARGET[:3], {}, ValueError, "one class index per sample"),
+    (LOGITS, TARGET.unsqueeze(1), {}, ValueError, "one class index per sample"),
+    (LOGITS, TARGET, {"weight": torch.ones(3)}, ValueError, "weight of length 4"),
+    (LOGITS, TARGET, {"weight": torch.ones(1, 4)}, ValueError, "weight of length 4"),
+    (LOGITS, TARGET, {"weight": torch.ones(4, dtype=torch.long)}, TypeError, "weight.float()"),
+    (LOGITS, TARGET, {"reduction": "avg"}, ValueError, "'mean', 'sum' or 'none'"),
+    (LOGITS, TARGET, {"label_smoothing": 1.5}, ValueError, "[0, 1]"),
+    (LOGITS[0, 0], TARGET[0], {}, ValueError, "(N, C)"),
+]
+
+
+@pytest.mark.parametrize(("logits", "target", "options", "error", "fix"), BAD_ARGUMENTS)
+def test_bad_arguments_are_rejected_like_torch_with_a_fix(logits, target, options, error, fix):
+    with pytest.raises((RuntimeError, IndexError, ValueError, NotImplementedError)):
+        F.cross_entropy(logits, target, **options)
+    with pytest.raises(error, match=re.escape(fix)):
+        cross_entropy_reference(logits, target, **options)
+
+
+def test_negative_label_smoothing_is_refused_although_torch_accepts_it():
+    assert F.cross_entropy(LOGITS, TARGET, label_smoothing=-0.1).isfinite()  # PyTorch checks only the upper end
+    with pytest.raises(ValueError, match=re.escape("[0, 1]")):
+        cross_entropy_reference(LOGITS, TARGET, label_smoothing=-0.1)
+
+
+@pytest.mark.parametrize(
+    ("arguments", "options", "error", "fix"),
+    [
+        ((LOGITS, [0, 1, 2, 3, 1, 2]), {}, TypeError, "must be tensors"),
+        ((LOGITS, TARGET), {"label_smoothing": "0.1"}, TypeError, "must be a number"),
+        ((LOGITS, TARGET), {"weight": [1.0, 1.0, 1.0, 1.0]}, TypeError, "weight.float()"),
+    ],
+)
+def test_other_bad_arguments_name_the_fix(arguments, options, error, fix):
+    with pytest.raises(error, match=re.escape(fix)):
+        cross_entropy_reference(*arguments, **options)
+
+
+def test_loss_vs_true_logit_follows_the_closed_form():
+    z = torch.linspace(-3, 6, 10, dtype=torch.float64)
+    # With logits [z, 0, 0]: p = e^z / (e^z + 2), so the loss is log(1 + 2 e^-z).
+    torch.testing.assert_close(loss_vs_true_logit(z, num_classes=3), torch.log1p(2 * torch.exp(-z)))
+    # With smoothing 0.1 over 3 classes the minimum sits where p = 1 - 0.1 + 0.1 / 3, that is e^z = 28.
+    fine = torch.linspace(3.0, 3.7, 7001, dtype=torch.float64)
+    best = fine[loss_vs_true_logit(fine, 3, 0.1).argmin()]
+    assert abs(best.item() - math.log(28)) < 1e-3
+
+
+def test_plot_draws_one_curve_per_smoothing_and_marks_the_minima():
+    use_course_style()
+    fig = plot_loss_vs_true_logit(num_classes=3, smoothings=(0.0, 0.1, 0.3))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a missing Chinese glyph would warn
+        fig.canvas.draw()
+    (ax,) = fig.axes
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == [
+        "label_smoothing = 0",
+        "label_smoothing = 0.1",
+        "label_smoothing = 0.3",
+    ]
+    assert [t.get_text() for t in ax.texts] == ["z = 3.33", "z = 2.08"]
+    assert "损失" in ax.get_ylabel() and "交叉熵" in ax.get_title()
+    plt.close(fig)
+
+
+def right_mean_cross_entropy(logits, target):
+    return -F.log_softmax(logits, dim=1).gather(1, target.unsqueeze(1)).mean()
+
+
+def test_check_mean_cross_entropy_passes_a_right_answer(capsys):
+    check_mean_cross_entropy(right_mean_cross_entropy)
+    assert capsys.readouterr().out.startswith("✓ Correct / 正确: mean_cross_entropy agrees with F.cross_entropy")
+
+
+@pytest.mark.parametrize(
+    ("wrong", "hint"),
+    [
+        (lambda x, t: -torch.log(torch.softmax(x, dim=1)).gather(1, t.unsqueeze(1)).mean(), "F.log_softmax"),
+        (lambda x, t: F.log_softmax(x, dim=1).gather(1, t.unsqueeze(1)).mean(), "wrong sign"),
+        (lambda x, t: -F.log_softmax(x, dim=1).gather(1, t.unsqueeze(1)).sum(), "divide by the batch size"),
+        (lambda x, t: -(F.log_softmax(x, dim=1) * F.one_hot(t, x.shape[1])).mean(), "all N * C elements"),
+        (lambda x, t: -F.log_softmax(x, dim=1).gather(1, t.unsqueeze(1)), "return one number"),
+        (lambda x, t: -F.log_softmax(x, dim=0).gather(1, t.unsqueeze(1)).mean(), "over the classes"),
+        (lambda x, t: -torch.softmax(x, dim=1).gather(1, t.unsqueeze(1)).mean(), "expected"),
+        (lambda x, t: F.cross_entropy(x, t).item(), "should return a tensor"),
+        (right_mean_cross_entropy(torch.zeros(1, 2), torch.tensor([0])), "without ()"),
+    ],
+)
+def test_check_mean_cross_entropy_rejects_wrong_answers_with_a_hint(wrong, hint):
+    with pytest.raises(WrongAnswer, match=re.escape(hint)):
+        check_mean_cross_entropy(wrong)
+
+
+def weighted_sum(logits, target, weight, ignore_index):
+    """The right numerator: the weighted losses of the kept samples, added up."""
+    keep = target != ignore_index
+    safe_target = target.where(keep, 0)
+    true_log_prob = F.log_softmax(logits, dim=1).gather(1, safe_target.unsqueeze(1)).squeeze(1)
+    return -(weight[safe_target] * keep * true_log_prob).sum()
+
+
+def right_weighted_cross_entropy(logits, target, weight, ignore_index):
+    keep = target != ignore_index
+    return weighted_sum(logits, target, weight, ignore_index) / (weight[target.where(keep, 0)] * keep).sum()
+
+
+def mutating_weighted_cross_entropy(logits, target, weight, ignore_index):
+    result = right_weighted_cross_entropy(logits, target, weight, ignore_index)
+    target[target == ignore_index] = 0
+    return result
+
+
+def test_check_weighted_cross_entropy_passes_a_right_answer(capsys):
+    check_weighted_cross_entropy(right_weighted_cross_entropy)
+    assert capsys.readouterr().out.startswith("✓ Correct / 正确: weighted_cross_entropy agrees with F.cross_entropy")
+
+
+@pytest.mark.parametrize(
+    ("wrong", "hint"),
+    [
+        (lambda x, t, w, i: weighted_sum(x, t, w, i) / len(t), "divides by the batch size N"),
+        (
+            lambda x, t, w, i: weighted_sum(x, t, w, i) / (t != i).sum().clamp(min=1),
+            "divides by the number of kept samples",
+        ),
+        (
+            lambda x, t, w, i: F.cross_entropy(x, t.where(t != i, 0), w),
+            "still counts the ignored samples",
+        ),
+        (
+            lambda x, t, w, i: torch.nan_to_num(right_weighted_cross_entropy(x, t, w, i)),
+            "PyTorch returns as nan",
+        ),
+        (lambda x, t, w, i: F.cross_entropy(x, t, ignore_index=i), "expected"),
+        (mutating_weighted_cross_entropy, "changed target"),
+        (lambda x, t, w, i: right_weighted_cross_entropy(x, t, w, i).tolist(), "should return a tensor"),
+        (lambda x, t, w, i: weighted_sum(x, t, w, i).unsqueeze(0), "return one number"),
+        (right_weighted_cross_entropy(torch.zeros(1, 2), torch.tensor([0]), torch.ones(2), -100), "without ()"),
+    ],
+)
+def test_check_weighted_cross_entropy_rejects_wrong_answers_with_a_hint(wrong, hint):
+    with pytest.raises(WrongAnswer, match=re.escape(hint)):
+        check_weighted_cross_entropy(wrong)

@@ -1,0 +1,632 @@
+"""companion.training against PyTorch: LeNet, counting, resizing, the loop functions, the bar, the plot, the checks."""
+
+import io
+import re
+import time
+
+import matplotlib.pyplot as plt
+import pytest
+import torch
+import torch.nn.functional as F
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from torch import nn
+from torch.utils.data import DataLoader, TensorDataset
+
+from companion.data import digits_datasets
+from companion.exercises import WrongAnswer
+from companion.plotting import use_course_style
+from companion.training import (
+    LeNet,
+    check_predict,
+    check_training_step,
+    count_parameters,
+    evaluate,
+    fit,
+    plot_history,
+    progress_bar,
+    resize_images,
+    train_one_epoch,
+)
+
+NOTES_REPR = """Net(
+  (conv1): Conv2d(1, 6, kernel_size=(5, 5), stride=(1, 1))
+  (conv2): Conv2d(6, 16, kernel_size=(5, 5), stride=(1, 1))
+  (fc1): Linear(in_features=400, out_features=120, bias=True)
+  (fc2): Linear(in_features=120, out_features=84, bias=True)
+  (fc3): Linear(in_features=84, out_features=10, bias=True)
+)"""
+NOTES_SIZES = [[6, 1, 5, 5], [6], [16, 6, 5, 5], [16], [120, 400], [120], [84, 120], [84], [10, 84], [10]]
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    """Small convolutions run fastest on one thread; several threads on a busy machine take many times longer."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture(scope="module")
+def digits32():
+    train, test = digits_datasets()
+    return resize_images(train, 32), resize_images(test, 32)
+
+
+def small_classifier(seed: int = 0, hidden: int = 8, classes: int = 3) -> nn.Module:
+    torch.manual_seed(seed)
+    return nn.Sequential(
+        nn.Linear(5, hidden), nn.BatchNorm1d(hidden), nn.ReLU(), nn.Dropout(0.3), nn.Linear(hidden, classes)
+    )
+
+
+def random_data(n: int, classes: int = 3, seed: int = 0) -> TensorDataset:
+    generator = torch.Generator().manual_seed(seed)
+    return TensorDataset(torch.randn(n, 5, generator=generator), torch.randint(0, classes, (n,), generator=generator))
+
+
+# LeNet and count_parameters
+
+
+def test_lenet_prints_and_counts_like_the_notes():
+    net = LeNet()
+    assert repr(net).replace("LeNet(", "Net(", 1) == NOTES_REPR
+    assert [name for name, _ in net.named_parameters()] == [
+        f"{layer}.{kind}" for layer in ("conv1", "conv2", "fc1", "fc2", "fc3") for kind in ("weight", "bias")
+    ]
+    assert [list(p.shape) for p in net.parameters()] == NOTES_SIZES
+    assert all(p.requires_grad for p in net.parameters())
+    assert count_parameters(net) == 61_706 == sum(p.numel() for p in net.parameters())
+
+
+@pytest.mark.parametrize("n", [1, 3])
+def test_lenet_forward_equals_the_layers_by_hand(n):
+    net = LeNet()
+    x = torch.rand(n, 1, 32, 32)
+    h = F.max_pool2d(F.relu(F.conv2d(x, net.conv1.weight, net.conv1.bias)), (2, 2))
+    h = F.max_pool2d(F.relu(F.conv2d(h, net.conv2.weight, net.conv2.bias)), (2, 2))
+    h = h.view(-1, 16 * 5 * 5)  # the notes' num_flat_features
+    h = F.relu(F.linear(h, net.fc1.weight, net.fc1.bias))
+    h = F.relu(F.linear(h, net.fc2.weight, net.fc2.bias))
+    want = F.linear(h, net.fc3.weight, net.fc3.bias)
+    assert net(x).shape == (n, 10)
+    torch.testing.assert_close(net(x), want)
+
+
+@pytest.mark.parametrize("shape", [(2, 1, 8, 8), (1, 32, 32), (2, 3, 32, 32)])
+def test_lenet_names_the_fix_for_a_wrong_input_shape(shape):
+    with pytest.raises(ValueError, match=r"resize_images\(dataset, 32\)"):
+        LeNet()(torch.zeros(shape))
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.integers(1, 6), min_size=2, max_size=4), st.booleans())
+def test_count_parameters_equals_a_sum_over_parameters(widths, freeze_first):
+    model = nn.Sequential(*(nn.Linear(a, b) for a, b in zip(widths, widths[1:], strict=False)))
+    if freeze_first:
+        model[0].requires_grad_(False)
+    every = sum(p.numel() for p in model.parameters())
+    trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
+    assert count_parameters(model) == every
+    assert count_parameters(model, trainable_only=True) == trainable
+
+
+def test_count_parameters_counts_a_shared_parameter_once_and_buffers_never():
+    shared = nn.Linear(4, 4)
+    model = nn.Sequential(shared, nn.ReLU(), shared, nn.BatchNorm1d(4))
+    assert count_parameters(model) == 20 + 8  # the shared Linear once, BatchNorm's weight and bias, no buffers
+    assert count_parameters(nn.ReLU()) == 0
+
+
+def test_count_parameters_rejects_a_non_module():
+    with pytest.raises(TypeError, match="nn.Module"):
+        count_parameters([torch.zeros(3)])
+
+
+# resize_images
+
+
+def test_resize_repeats_every_pixel_in_a_block():
+    train, _ = digits_datasets()
+    small = TensorDataset(train.tensors[0][:5], train.tensors[1][:5])
+    images, labels = resize_images(small, 32).tensors
+    want = small.tensors[0].repeat_interleave(4, dim=2).repeat_interleave(4, dim=3)
+    assert images.shape == (5, 1, 32, 32) and torch.equal(images, want)
+    assert torch.equal(labels, small.tensors[1])
+    assert resize_images(small, 8).tensors[0].equal(small.tensors[0])
+
+
+@pytest.mark.parametrize(
+    ("dataset", "size", "error", "fix"),
+    [
+        ((torch.zeros(2, 1, 8, 8), torch.zeros(2)), 32, TypeError, "TensorDataset"),
+        (TensorDataset(torch.zeros(2, 1, 8, 8)), 32, TypeError, "TensorDataset"),
+        (TensorDataset(torch.zeros(2, 1, 8, 8), torch.zeros(2)), 0, ValueError, "positive int"),
+        (TensorDataset(torch.zeros(2, 1, 8, 8), torch.zeros(2)), 32.0, ValueError, "positive int"),
+        (TensorDataset(torch.zeros(2, 8, 8), torch.zeros(2)), 32, ValueError, "channels, height, width"),
+    ],
+)
+def test_resize_names_the_fix(dataset, size, error, fix):
+    with pytest.raises(error, match=fix):
+        resize_images(dataset, size)
+
+
+# train_one_epoch
+
+
+def test_train_one_epoch_lowers_the_loss_on_the_digits(digits32):
+    train, test = digits32
+    torch.manual_seed(0)
+    net = LeNet()
+    optimizer = torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9)
+    loader = DataLoader(train, batch_size=32, shuffle=True, generator=torch.Generator().manual_seed(0))
+    before, _ = evaluate(net, DataLoader(test, batch_size=256))
+    losses = [train_one_epoch(net, loader, optimizer, nn.CrossEntropyLoss()) for _ in range(4)]
+    after, accuracy = evaluate(net, DataLoader(test, batch_size=256))
+    assert losses[-1] < losses[0] / 2 and after < before / 2 and accuracy > 0.8
+
+
+@pytest.mark.parametrize("optimizer_class", [torch.optim.SGD, torch.optim.Adam])
+def test_train_one_epoch_equals_a_hand_written_loop_step_for_step(optimizer_class):
+    data = random_data(50)
+
+    def start():
+        model = small_classifier(seed=1)
+        optimizer = optimizer_class(model.parameters(), lr=0.05)
+        loader = DataLoader(data, batch_size=16, shuffle=True, generator=torch.Generator().manual_seed(2))
+        return model, optimizer, loader
+
+    model, optimizer, loader = start()
+    torch.manual_seed(3)  # Dropout draws from the global generator
+    got = train_one_epoch(model, loader, optimizer, F.cross_entropy)
+    hand, hand_optimizer, hand_loader = start()
+    torch.manual_seed(3)
+    hand.train()
+    total = 0.0
+    for inputs, targets in hand_loader:
+        hand_optimizer.zero_grad()
+        loss = F.cross_entropy(hand(inputs), targets)
+        loss.backward()
+        hand_optimizer.step()
+        total += loss.item() * len(targets)
+    assert got == pytest.approx(total / len(data), rel=1e-12)
+    for a, b in zip(model.parameters(), hand.parameters(), strict=True):
+        assert torch.equal(a, b)
+    for a, b in zip(model.buffers(), hand.buffers(), strict=True):
+        assert torch.equal(a, b)
+
+
+def test_train_one_epoch_returns_the_mean_per_sample_with_an_uneven_last_batch():
+    data = random_data(10)
+    model = small_classifier()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.0)  # lr 0: the parameters stay, the losses can be checked
+    model.eval()  # the loop must switch to training mode itself
+    batches = [(data.tensors[0][i : i + 4], data.tensors[1][i : i + 4]) for i in (0, 4, 8)]
+    torch.manual_seed(4)  # the same Dropout masks in both passes
+    got = train_one_epoch(model, batches, optimizer, F.cross_entropy)
+    torch.manual_seed(4)
+    model.train()
+    want = sum(F.cross_entropy(model(x), y, reduction="sum").item() for x, y in batches) / 10
+    assert got == pytest.approx(want, rel=1e-6)
+
+
+@pytest.mark.parametrize("start_in_training_mode", [True, False])
+def test_train_one_epoch_trains_in_training_mode_and_restores_the_mode(start_in_training_mode):
+    model = small_classifier()
+    modes = []
+    model.register_forward_hook(lambda module, args, output: modes.append((module.training, torch.is_grad_enabled())))
+    model.train(start_in_training_mode)
+    train_one_epoch(
+        model, DataLoader(random_data(8), batch_size=4), torch.optim.SGD(model.parameters()), F.cross_entropy
+    )
+    assert modes == [(True, True), (True, True)]
+    assert all(m.training == start_in_training_mode for m in model.modules())
+
+
+def test_train_one_epoch_moves_batches_to_the_model_device():
+    model = small_classifier()
+    seen = []
+    model.register_forward_pre_hook(lambda module, args: seen.append(args[0].device))
+    train_one_epoch(
+        model, DataLoader(random_data(4), batch_size=4), torch.optim.SGD(model.parameters()), F.cross_entropy
+    )
+    assert seen == [next(model.parameters()).device]
+
+
+def bad_training_arguments():
+    model = small_classifier()
+    other = small_classifier(seed=2)
+    loader = DataLoader(random_data(8), batch_size=4)
+    sgd = torch.optim.SGD(model.parameters(), lr=0.1)
+    return [
+        ("not a module", lambda o, t: 0, loader, sgd, F.cross_entropy, TypeError, "nn.Module"),
+        ("optimizer class", model, loader, torch.optim.SGD, F.cross_entropy, TypeError, r"SGD\(model.parameters\(\)"),
+        (
+            "optimizer is not one",
+            model,
+            loader,
+            model.parameters(),
+            F.cross_entropy,
+            TypeError,
+            "torch.optim.Optimizer",
+        ),
+        ("loss rebound", model, loader, sgd, torch.tensor(2.3), TypeError, "loss = criterion"),
+        ("loss not callable", model, loader, sgd, "cross_entropy", TypeError, "nn.CrossEntropyLoss()"),
+        (
+            "other optimizer",
+            model,
+            loader,
+            torch.optim.SGD(other.parameters()),
+            F.cross_entropy,
+            ValueError,
+            "this model",
+        ),
+        ("empty loader", model, [], sgd, F.cross_entropy, ValueError, "no batches"),
+        (
+            "no reduction",
+            model,
+            loader,
+            sgd,
+            lambda o, t: F.cross_entropy(o, t, reduction="none"),
+            ValueError,
+            "reduction='mean'",
+        ),
+    ]
+
+
+BAD_TRAINING_ARGUMENTS = bad_training_arguments()
+
+
+@pytest.mark.parametrize(
+    ("case", "model", "loader", "optimizer", "loss_fn", "error", "fix"),
+    BAD_TRAINING_ARGUMENTS,
+    ids=[case[0] for case in BAD_TRAINING_ARGUMENTS],
+)
+def test_train_one_epoch_names_the_fix(case, model, loader, optimizer, loss_fn, error, fix):
+    with pytest.raises(error, match=fix):
+        train_one_epoch(model, loader, optimizer, loss_fn)
+
+
+def test_train_one_epoch_restores_the_mode_even_when_it_fails():
+    model = small_classifier().eval()
+    with pytest.raises(ValueError, match="reduction='mean'"):
+        train_one_epoch(
+            model,
+            DataLoader(random_data(4), batch_size=4),
+            torch.optim.SGD(model.parameters()),
+            lambda o, t: F.cross_entropy(o, t, reduction="none"),
+        )
+    assert not model.training
+
+
+# evaluate
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(1, 40), st.integers(1, 16), st.integers(2, 6), st.integers(0, 1000))
+def test_evaluate_matches_a_manual_computation(n, batch_size, classes, seed):
+    data = random_data(n, classes=classes, seed=seed)
+    model = small_classifier(seed=seed, classes=classes)
+    loss, accuracy = evaluate(model, DataLoader(data, batch_size=batch_size))
+    model.eval()
+    with torch.no_grad():
+        outputs = model(data.tensors[0])
+    assert loss == pytest.approx(F.cross_entropy(outputs, data.tensors[1]).item(), rel=1e-5, abs=1e-6)
+    assert accuracy == (outputs.argmax(1) == data.tensors[1]).sum().item() / n
+
+
+def test_evaluate_with_another_loss_function_and_a_perfect_model():
+    inputs = torch.eye(4)
+    labels = torch.arange(4)
+    model = nn.Linear(4, 4)
+    with torch.no_grad():
+        model.weight.copy_(torch.eye(4) * 10)
+        model.bias.zero_()
+    loss, accuracy = evaluate(model, [(inputs[:3], labels[:3]), (inputs[3:], labels[3:])], nn.MultiMarginLoss())
+    assert accuracy == 1.0
+    assert loss == pytest.approx(nn.MultiMarginLoss()(model(inputs), labels).item())
+
+
+@pytest.mark.parametrize("start_in_training_mode", [True, False])
+def test_evaluate_uses_evaluation_mode_without_autograd_and_changes_nothing(start_in_training_mode):
+    model = small_classifier().train(start_in_training_mode)
+    state = {k: v.clone() for k, v in model.state_dict().items()}
+    modes = []
+    model.register_forward_hook(lambda module, args, output: modes.append((module.training, torch.is_grad_enabled())))
+    evaluate(model, DataLoader(random_data(12), batch_size=5))
+    assert modes == [(False, False)] * 3
+    assert model.training == start_in_training_mode
+    assert all(torch.equal(state[k], v) for k, v in model.state_dict().items())
+
+
+@pytest.mark.parametrize(
+    ("model", "loader", "loss_fn", "error", "fix"),
+    [
+        ("model", [(torch.zeros(2, 5), torch.zeros(2, dtype=torch.long))], F.cross_entropy, TypeError, "nn.Module"),
+        (nn.Linear(5, 3), [], F.cross_entropy, ValueError, "no batches"),
+        (nn.Linear(5, 3), [(torch.zeros(2, 5), torch.zeros(2, 3))], F.cross_entropy, ValueError, r"argmax\(1\)"),
+        (nn.Linear(5, 3), [(torch.zeros(2, 5), torch.zeros(2, dtype=torch.long))], 1.0, TypeError, "callable"),
+    ],
+)
+def test_evaluate_names_the_fix(model, loader, loss_fn, error, fix):
+    with pytest.raises(error, match=fix):
+        evaluate(model, loader, loss_fn)
+
+
+# fit and progress_bar
+
+
+def test_fit_is_train_one_epoch_then_evaluate_each_epoch(capsys):
+    data, test = random_data(30), random_data(10, seed=1)
+
+    def start():
+        model = small_classifier(seed=5)
+        loader = DataLoader(data, batch_size=8, shuffle=True, generator=torch.Generator().manual_seed(0))
+        return model, torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9), loader
+
+    model, optimizer, loader = start()
+    torch.manual_seed(0)
+    history = fit(model, loader, DataLoader(test, batch_size=4), optimizer, F.cross_entropy, epochs=3)
+    hand, hand_optimizer, hand_loader = start()
+    torch.manual_seed(0)
+    want = {"train_loss": [], "test_loss": [], "test_accuracy": []}
+    for _ in range(3):
+        want["train_loss"].append(train_one_epoch(hand, hand_loader, hand_optimizer, F.cross_entropy))
+        test_loss, test_accuracy = evaluate(hand, DataLoader(test, batch_size=4), F.cross_entropy)
+        want["test_loss"].append(test_loss)
+        want["test_accuracy"].append(test_accuracy)
+    assert history == want
+    captured = capsys.readouterr()
+    assert captured.err == ""
+    assert captured.out.replace("\r", "\n").strip().splitlines()[-1].endswith("| 3/3")
+
+
+def test_fit_without_progress_prints_nothing(capsys):
+    model = small_classifier()
+    loader = DataLoader(random_data(8), batch_size=4)
+    fit(model, loader, loader, torch.optim.SGD(model.parameters()), F.cross_entropy, epochs=1, progress=False)
+    assert capsys.readouterr() == ("", "")
+
+
+@pytest.mark.parametrize("epochs", [0, -1, 2.0, True])
+def test_fit_names_the_fix_for_bad_epochs(epochs):
+    model = small_classifier()
+    loader = DataLoader(random_data(4), batch_size=4)
+    with pytest.raises(ValueError, match="positive int"):
+        fit(model, loader, loader, torch.optim.SGD(model.parameters()), F.cross_entropy, epochs=epochs)
+
+
+def run_bar(monkeypatch, pause: float) -> str:
+    out = io.StringIO()
+    monkeypatch.setattr("sys.stdout", out)
+    for _ in progress_bar(range(5), "epochs"):
+        time.sleep(pause)
+    return out.getvalue()
+
+
+def test_progress_bar_text_is_the_same_on_a_fast_and_a_slow_run(monkeypatch, capsys):
+    fast, slow = run_bar(monkeypatch, 0.0), run_bar(monkeypatch, 0.03)
+    assert fast == slow
+    frames = fast.split("\r")[1:]
+    assert len(frames) == 7  # the empty bar, one redraw per item, the final redraw on close
+    assert frames[0].startswith("epochs:   0%|") and frames[-1].rstrip("\n").endswith("| 5/5")
+    assert len(frames[-1].rstrip("\n")) == 60
+    assert not re.search(r"it/s|s/it|\d\d:\d\d|\?", fast)
+    assert capsys.readouterr().err == ""
+
+
+def test_progress_bar_needs_a_total_for_an_iterable_without_length():
+    with pytest.raises(ValueError, match="total="):
+        progress_bar(iter(range(3)), "items")
+    out = io.StringIO()
+    bar = progress_bar(iter(range(3)), "items", total=3)
+    bar.fp = out
+    assert list(bar) == [0, 1, 2]
+
+
+# plot_history
+
+
+def test_plot_history_draws_the_history():
+    history = {"train_loss": [2.0, 1.0, 0.5], "test_loss": [1.8, 1.1, 0.7], "test_accuracy": [0.3, 0.6, 0.9]}
+    use_course_style()
+    fig = plot_history(history)
+    fig.canvas.draw()  # renders the Chinese labels; a missing glyph would warn, and warnings are errors here
+    ax_loss, ax_accuracy = fig.axes
+    train_line, test_line = ax_loss.get_lines()
+    assert list(train_line.get_xdata()) == [1, 2, 3] and list(train_line.get_ydata()) == history["train_loss"]
+    assert list(test_line.get_ydata()) == history["test_loss"]
+    assert list(ax_accuracy.get_lines()[0].get_ydata()) == pytest.approx([30, 60, 90])
+    assert "损失" in ax_loss.get_ylabel() and "轮" in ax_accuracy.get_xlabel()
+    plt.close(fig)
+
+
+@pytest.mark.parametrize(
+    "history",
+    [
+        [1.0, 2.0],
+        {"train_loss": [1.0], "test_loss": [1.0]},
+        {"train_loss": [1.0, 0.5], "test_loss": [1.0], "test_accuracy": [0.5]},
+        {"train_loss": [], "test_loss": [], "test_accuracy": []},
+    ],
+)
+def test_plot_history_rejects_what_fit_does_not_return(history):
+    with pytest.raises(ValueError, match="fit|one value per epoch"):
+        plot_history(history)
+
+
+# exercise checks
+
+
+def right_step(model, optimizer, loss_fn, inputs, targets):
+    optimizer.zero_grad()
+    loss = loss_fn(model(inputs), targets)
+    loss.backward()
+    optimizer.step()
+    return loss.item()
+
+
+def zero_grad_at_the_end(model, optimizer, loss_fn, inputs, targets):
+    loss = loss_fn(model(inputs), targets)
+    loss.backward()
+    optimizer.step()
+    optimizer.zero_grad()
+    return loss.item()
+
+
+def test_check_training_step_passes_right_answers(capsys):
+    check_training_step(right_step)
+    check_training_step(zero_grad_at_the_end)  # also correct: the gradients start cleared in every step
+    assert capsys.readouterr().out.count("✓ Correct / 正确: three steps") == 2
+
+
+def no_zero_grad(model, optimizer, loss_fn, inputs, targets):
+    loss = loss_fn(model(inputs), targets)
+    loss.backward()
+    optimizer.step()
+    return loss.item()
+
+
+def step_before_backward(model, optimizer, loss_fn, inputs, targets):
+    optimizer.zero_grad()
+    loss = loss_fn(model(inputs), targets)
+    optimizer.step()
+    loss.backward()
+    return loss.item()
+
+
+def zero_grad_before_step(model, optimizer, loss_fn, inputs, targets):
+    loss = loss_fn(model(inputs), targets)
+    loss.backward()
+    optimizer.zero_grad()
+    optimizer.step()
+    return loss.item()
+
+
+def returns_the_tensor(model, optimizer, loss_fn, inputs, targets):
+    optimizer.zero_grad()
+    loss = loss_fn(model(inputs), targets)
+    loss.backward()
+    optimizer.step()
+    return loss
+
+
+def returns_the_loss_after_the_step(model, optimizer, loss_fn, inputs, targets):
+    right_step(model, optimizer, loss_fn, inputs, targets)
+    return loss_fn(model(inputs), targets).item()
+
+
+def steps_twice(model, optimizer, loss_fn, inputs, targets):
+    loss = right_step(model, optimizer, loss_fn, inputs, targets)
+    optimizer.step()
+    return loss
+
+
+@pytest.mark.parametrize(
+    ("wrong", "hint"),
+    [
+        (no_zero_grad, "call optimizer.zero_grad"),
+        (step_before_backward, "comes after loss.backward"),
+        (zero_grad_before_step, "must not sit between"),
+        (returns_the_tensor, "return loss.item"),
+        (returns_the_loss_after_the_step, "before the step"),
+        (steps_twice, "differ from the reference"),
+        ("train_step", "without ()"),
+    ],
+)
+def test_check_training_step_rejects_wrong_answers_with_a_hint(wrong, hint):
+    with pytest.raises(WrongAnswer, match=re.escape(hint)):
+        check_training_step(wrong)
+
+
+def test_check_training_step_leaves_the_global_random_state_alone():
+    torch.manual_seed(0)
+    expected = torch.rand(3)
+    torch.manual_seed(0)
+    check_training_step(right_step)
+    assert torch.equal(torch.rand(3), expected)
+
+
+def right_predict(model, inputs):
+    was_training = model.training
+    model.eval()
+    with torch.no_grad():
+        classes = model(inputs).argmax(dim=1)
+    model.train(was_training)
+    return classes
+
+
+def test_check_predict_passes_a_right_answer(capsys):
+    check_predict(right_predict)
+    assert capsys.readouterr().out.startswith("✓ Correct / 正确: evaluation mode, no graph")
+
+
+def no_eval(model, inputs):
+    with torch.no_grad():
+        return model(inputs).argmax(dim=1)
+
+
+def no_no_grad(model, inputs):
+    was_training = model.training
+    model.eval()
+    classes = model(inputs).argmax(dim=1)
+    model.train(was_training)
+    return classes
+
+
+def not_restored(model, inputs):
+    model.eval()
+    with torch.no_grad():
+        return model(inputs).argmax(dim=1)
+
+
+def returns_logits(model, inputs):
+    was_training = model.training
+    model.eval()
+    with torch.no_grad():
+        logits = model(inputs)
+    model.train(was_training)
+    return logits
+
+
+def eval_after_the_forward_pass(model, inputs):
+    with torch.no_grad():
+        classes = model(inputs).argmax(dim=1)
+    model.eval()
+    return classes
+
+
+def train_mode_buffers_restored(model, inputs):
+    saved = {k: v.clone() for k, v in model.state_dict().items()}
+    with torch.no_grad():
+        classes = model(inputs).argmax(dim=1)
+    model.load_state_dict(saved)
+    return classes
+
+
+@pytest.mark.parametrize(
+    ("wrong", "hint"),
+    [
+        (no_eval, "call model.eval()"),
+        (eval_after_the_forward_pass, "call model.eval()"),
+        (train_mode_buffers_restored, "so Dropout keeps every value"),
+        (no_no_grad, "torch.no_grad()"),
+        (not_restored, "model.train(was_training)"),
+        (returns_logits, "argmax(dim=1)"),
+        (lambda model, inputs: right_predict(model, inputs).tolist(), "should return a tensor"),
+        ("predict", "without ()"),
+    ],
+)
+def test_check_predict_rejects_wrong_answers_with_a_hint(wrong, hint):
+    torch.manual_seed(0)  # the wrong answers that keep Dropout on draw from the global generator
+    with pytest.raises(WrongAnswer, match=re.escape(hint)):
+        check_predict(wrong)
+
+
+def test_check_predict_leaves_the_global_random_state_alone():
+    torch.manual_seed(0)
+    expected = torch.rand(3)
+    torch.manual_seed(0)
+    check_predict(right_predict)
+    assert torch.equal(torch.rand(3), expected)
