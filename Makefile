@@ -47,15 +47,17 @@ $(STAMP): pyproject.toml constraints.txt
 lab: $(STAMP)
 	$(RUN) $(BIN)/jupyter lab --ServerApp.root_dir=notebooks $(ALLOW_ROOT) $(LAB_ARGS)
 
+# Two workers, one file each (--dist loadfile): a notebook's cells must run in one kernel, in order.
+PYTEST_WORKERS ?= 2
 test: $(STAMP)
-	$(RUN) $(BIN)/python -m pytest --nbval --nbval-current-env tests notebooks
+	$(RUN) $(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile --nbval --nbval-current-env tests notebooks
 
 # On a CUDA machine, after `make clean`: make test-gpu TORCH_SPEC=torch==$(TORCH_VERSION) TORCH_INDEX=
 # Lessons that call companion.devices.pick_device() then compute on the GPU; the checked outputs must not change.
 test-gpu: $(STAMP)
 	@$(BIN)/python -c "import sys, torch; sys.exit(0 if torch.cuda.is_available() else \
 		'No CUDA device visible to PyTorch. On a CUDA machine: make clean; make test-gpu TORCH_SPEC=torch==$(TORCH_VERSION) TORCH_INDEX=')"
-	$(RUN) COURSE_DEVICE=cuda $(BIN)/python -m pytest --nbval --nbval-current-env tests notebooks
+	$(RUN) COURSE_DEVICE=cuda $(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile --nbval --nbval-current-env tests notebooks
 
 execute: $(STAMP)
 	$(RUN) $(BIN)/jupyter nbconvert --to notebook --execute --inplace \

@@ -7,6 +7,7 @@ Run `python tools/handout.py` (or `make handout`). Everything is built offline: 
 import argparse
 import ast
 import copy
+import functools
 import html
 import json
 import re
@@ -123,11 +124,17 @@ def lesson_title(notebook: nbformat.NotebookNode, language: str) -> str:
     return titles[language]
 
 
+@functools.cache
+def exporter_for(language: str) -> HTMLExporter:
+    """One exporter per language: building one (and its templates) costs more than exporting a lesson."""
+    return HTMLExporter(
+        template_name="handout", extra_template_basedirs=[str(TEMPLATES)], language_code=HTML_LANG[language]
+    )
+
+
 def export_html(notebook: nbformat.NotebookNode, edition: Edition, title: str, root: str) -> str:
     """HTML for one edition, with `root` the relative path from the page to the handout folder."""
-    exporter = HTMLExporter(
-        template_name="handout", extra_template_basedirs=[str(TEMPLATES)], language_code=HTML_LANG[edition.language]
-    )
+    exporter = exporter_for(edition.language)
     banner = f'<a href="{root}index.html">{COURSE[edition.language]}</a> · {html.escape(edition.title)}'
     resources = {
         "metadata": {"name": title},
@@ -201,8 +208,9 @@ def index_page(lessons: list[tuple[str, nbformat.NotebookNode]], with_pdf: bool)
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>Tensor by Tensor · 张量拾级 — handouts</title>
 <style>
-@font-face {{ font-family: "Course Sans SC"; src: url("fonts/CourseSansSC-Regular.otf") format("opentype"); }}
-body {{ font-family: system-ui, Helvetica, Arial, "Course Sans SC", sans-serif; margin: 2em; }}
+@font-face {{ font-family: "Course Sans SC"; src: url("fonts/CourseSansSC-Regular.otf") format("opentype");
+  unicode-range: U+3000-303F, U+3400-4DBF, U+4E00-9FFF, U+F900-FAFF, U+FF00-FFEF; }}
+body {{ font-family: "Course Sans SC", system-ui, Helvetica, Arial, sans-serif; margin: 2em; }}
 table {{ border-collapse: collapse; }} th, td {{ border: 1px solid #ccc; padding: 0.4em 0.6em; text-align: left; }}
 </style></head>
 <body>
