@@ -21,7 +21,7 @@ RUN := env OMP_NUM_THREADS=$${OMP_NUM_THREADS:-1} PYTHONHASHSEED=0
 ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
 NOTEBOOKS := $(sort $(wildcard notebooks/[0-9][0-9]-*.ipynb))
 
-.PHONY: help venv lab test test-gpu execute lint handout browser bench determinism clean
+.PHONY: help venv lab test test-gpu execute lint handout browser bench determinism soak clean
 
 help:
 	@echo "make lab      open the course in JupyterLab"
@@ -31,6 +31,7 @@ help:
 	@echo "make lint     ruff over companion/, tests/ and notebooks/"
 	@echo "make bench    time and memory of every notebook against the course targets"
 	@echo "make determinism  nbval with 1 and 2 threads"
+	@echo "make soak     20 DDP launches in a row"
 	@echo "make handout  HTML and PDF handouts (English, Chinese, bilingual; student and teacher) in handout/"
 
 venv: $(STAMP)
@@ -76,6 +77,10 @@ bench: $(STAMP)
 # Outputs identical across two executions and across thread counts (make test already ran with one thread).
 determinism: $(STAMP)
 	for threads in 1 2; do OMP_NUM_THREADS=$$threads PYTHONHASHSEED=0 $(BIN)/python -m pytest -q --nbval --nbval-current-env notebooks || exit 1; done
+
+# 20 DDP launches in a row (2 ranks each, gloo on CPU): prints the count and the seconds per launch.
+soak: $(STAMP)
+	$(RUN) $(BIN)/python -m companion.ddp_launch --launches 20
 
 # PDFs need Chromium; the handout checks need poppler's pdfinfo, pdftotext and pdftoppm. Installed where we can.
 browser:

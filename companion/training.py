@@ -1,4 +1,4 @@
-"""Lesson 05: the notes' LeNet, a training loop that is hard to get wrong, evaluation, a progress bar whose text is
+"""Lesson 05: a training loop that is hard to get wrong, evaluation, a progress bar whose text is
 the same on every run, the loss/accuracy plot and the exercise checks. Later lessons reuse the loop functions."""
 
 import sys
@@ -17,32 +17,6 @@ from companion.exercises import passed, require
 LossFunction = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 Batches = Iterable[tuple[torch.Tensor, torch.Tensor]]
 HISTORY_KEYS = ("train_loss", "test_loss", "test_accuracy")
-
-
-class LeNet(nn.Module):
-    """The notes' LeNet (same layers and names) for (N, 1, 32, 32) images and 10 classes, in today's style."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.conv1 = nn.Conv2d(1, 6, 5)
-        self.conv2 = nn.Conv2d(6, 16, 5)
-        self.fc1 = nn.Linear(16 * 5 * 5, 120)
-        self.fc2 = nn.Linear(120, 84)
-        self.fc3 = nn.Linear(84, 10)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """Logits of shape (N, 10) for images of shape (N, 1, 32, 32)."""
-        if x.dim() != 4 or tuple(x.shape[1:]) != (1, 32, 32):
-            raise ValueError(
-                f"LeNet takes images of shape (N, 1, 32, 32), not {tuple(x.shape)}: enlarge 8x8 digits with "
-                "resize_images(dataset, 32), and add the batch dimension to one image with image.unsqueeze(0)"
-            )
-        x = F.max_pool2d(F.relu(self.conv1(x)), 2)
-        x = F.max_pool2d(F.relu(self.conv2(x)), 2)
-        x = torch.flatten(x, 1)  # every dimension but the batch dimension
-        x = F.relu(self.fc1(x))
-        x = F.relu(self.fc2(x))
-        return self.fc3(x)
 
 
 def count_parameters(model: nn.Module, trainable_only: bool = False) -> int:
@@ -201,7 +175,7 @@ def plot_history(history: dict[str, list[float]]) -> Figure:
 
 def _check_model(model) -> None:
     if not isinstance(model, nn.Module):
-        raise TypeError(f"model must be an nn.Module such as LeNet(), not {type(model).__name__}")
+        raise TypeError(f"model must be an nn.Module such as nn.Linear(64, 10), not {type(model).__name__}")
 
 
 def _check_loss_fn(loss_fn) -> None:

@@ -45,15 +45,6 @@ from companion.exercises import WrongAnswer
 from companion.plotting import use_course_style
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Small models train faster on one thread, as the notebooks do (and CI, with OMP_NUM_THREADS=1)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 @pytest.fixture(scope="module")
 def small_set() -> TensorDataset:
     images, labels = digits_datasets()[0].tensors

@@ -12,7 +12,6 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from notebook_rules import CJK, NOTEBOOK_DIR, ROOT
 
 from handout import (
     EDITIONS,
@@ -24,6 +23,7 @@ from handout import (
     lesson_title,
     stub_solution,
 )
+from notebook_rules import CJK, NOTEBOOK_DIR, ROOT
 
 LESSONS = sorted(NOTEBOOK_DIR.glob("[0-9][0-9]-*.ipynb"))
 HANDOUT = Path(os.environ.get("HANDOUT_DIR", ROOT / "handout"))

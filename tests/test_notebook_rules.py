@@ -3,8 +3,9 @@
 import copy
 import json
 
-import notebook_rules as rules
 import pytest
+
+import notebook_rules as rules
 
 GOOD = json.loads((rules.NOTEBOOK_DIR / "00-how-to-use-this-course.ipynb").read_text(encoding="utf-8"))
 

@@ -3,6 +3,7 @@
 import json
 
 import pytest
+
 from notebook_rules import NOTEBOOK_DIR, RULES
 
 NOTEBOOKS = sorted(NOTEBOOK_DIR.glob("[0-9][0-9]-*.ipynb"))

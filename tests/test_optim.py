@@ -44,15 +44,6 @@ ADAM_SETTINGS = {
 }
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """The matrices here are tiny: one thread is faster, and on a busy machine far faster."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 def equal_parameters(model_a, model_b) -> bool:
     return all(map(torch.equal, model_a.parameters(), model_b.parameters()))
 

@@ -6,9 +6,9 @@ import warnings
 import matplotlib.pyplot as plt
 from fontTools.ttLib import TTFont
 from matplotlib.font_manager import FontProperties, findfont
-from notebook_rules import ROOT
 
 from companion.plotting import FONT_FAMILY, FONT_PATH, use_course_style
+from notebook_rules import ROOT
 
 
 def test_font_ships_with_its_licence():

@@ -3,8 +3,9 @@
 import re
 import sys
 
-from notebook_rules import NOTEBOOK_DIR, ROOT
 from packaging.requirements import Requirement
+
+from notebook_rules import NOTEBOOK_DIR, ROOT
 
 if sys.version_info >= (3, 11):
     import tomllib

@@ -1,6 +1,7 @@
 """tools/tidy_errors.py: stored tracebacks name files relative to site-packages or the project, on any machine."""
 
 import nbformat
+
 from tidy_errors import tidy_frame, tidy_notebook
 
 

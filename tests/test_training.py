@@ -1,4 +1,4 @@
-"""companion.training against PyTorch: LeNet, counting, resizing, the loop functions, the bar, the plot, the checks."""
+"""companion.training against PyTorch: counting, resizing, the loop functions, the bar, the plot, the checks."""
 
 import io
 import re
@@ -17,7 +17,6 @@ from companion.data import digits_datasets
 from companion.exercises import WrongAnswer
 from companion.plotting import use_course_style
 from companion.training import (
-    LeNet,
     check_predict,
     check_training_step,
     count_parameters,
@@ -28,24 +27,6 @@ from companion.training import (
     resize_images,
     train_one_epoch,
 )
-
-NOTES_REPR = """Net(
-  (conv1): Conv2d(1, 6, kernel_size=(5, 5), stride=(1, 1))
-  (conv2): Conv2d(6, 16, kernel_size=(5, 5), stride=(1, 1))
-  (fc1): Linear(in_features=400, out_features=120, bias=True)
-  (fc2): Linear(in_features=120, out_features=84, bias=True)
-  (fc3): Linear(in_features=84, out_features=10, bias=True)
-)"""
-NOTES_SIZES = [[6, 1, 5, 5], [6], [16, 6, 5, 5], [16], [120, 400], [120], [84, 120], [84], [10, 84], [10]]
-
-
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Small convolutions run fastest on one thread; several threads on a busy machine take many times longer."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 @pytest.fixture(scope="module")
@@ -66,38 +47,7 @@ def random_data(n: int, classes: int = 3, seed: int = 0) -> TensorDataset:
     return TensorDataset(torch.randn(n, 5, generator=generator), torch.randint(0, classes, (n,), generator=generator))
 
 
-# LeNet and count_parameters
-
-
-def test_lenet_prints_and_counts_like_the_notes():
-    net = LeNet()
-    assert repr(net).replace("LeNet(", "Net(", 1) == NOTES_REPR
-    assert [name for name, _ in net.named_parameters()] == [
-        f"{layer}.{kind}" for layer in ("conv1", "conv2", "fc1", "fc2", "fc3") for kind in ("weight", "bias")
-    ]
-    assert [list(p.shape) for p in net.parameters()] == NOTES_SIZES
-    assert all(p.requires_grad for p in net.parameters())
-    assert count_parameters(net) == 61_706 == sum(p.numel() for p in net.parameters())
-
-
-@pytest.mark.parametrize("n", [1, 3])
-def test_lenet_forward_equals_the_layers_by_hand(n):
-    net = LeNet()
-    x = torch.rand(n, 1, 32, 32)
-    h = F.max_pool2d(F.relu(F.conv2d(x, net.conv1.weight, net.conv1.bias)), (2, 2))
-    h = F.max_pool2d(F.relu(F.conv2d(h, net.conv2.weight, net.conv2.bias)), (2, 2))
-    h = h.view(-1, 16 * 5 * 5)  # the notes' num_flat_features
-    h = F.relu(F.linear(h, net.fc1.weight, net.fc1.bias))
-    h = F.relu(F.linear(h, net.fc2.weight, net.fc2.bias))
-    want = F.linear(h, net.fc3.weight, net.fc3.bias)
-    assert net(x).shape == (n, 10)
-    torch.testing.assert_close(net(x), want)
-
-
-@pytest.mark.parametrize("shape", [(2, 1, 8, 8), (1, 32, 32), (2, 3, 32, 32)])
-def test_lenet_names_the_fix_for_a_wrong_input_shape(shape):
-    with pytest.raises(ValueError, match=r"resize_images\(dataset, 32\)"):
-        LeNet()(torch.zeros(shape))
+# count_parameters
 
 
 @settings(max_examples=25, deadline=None)
@@ -158,7 +108,7 @@ def test_resize_names_the_fix(dataset, size, error, fix):
 def test_train_one_epoch_lowers_the_loss_on_the_digits(digits32):
     train, test = digits32
     torch.manual_seed(0)
-    net = LeNet()
+    net = nn.Sequential(nn.Conv2d(1, 6, 5), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(), nn.Linear(6 * 14 * 14, 10))
     optimizer = torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9)
     loader = DataLoader(train, batch_size=32, shuffle=True, generator=torch.Generator().manual_seed(0))
     before, _ = evaluate(net, DataLoader(test, batch_size=256))
