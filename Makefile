@@ -94,7 +94,11 @@ browser:
 		echo "  brew install --cask chromium && brew install poppler   (macOS)"; \
 	fi
 
-handout: $(STAMP) browser
+$(VENV)/.handout-installed: $(STAMP)
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e ".[course,handout]"
+	touch $@
+
+handout: $(VENV)/.handout-installed browser
 	$(RUN) $(BIN)/python tools/handout.py --out handout
 	$(RUN) $(BIN)/python -m pytest -m handout tests/test_handout.py
 

@@ -28,12 +28,14 @@ def channel_statistics(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
 
 def normalize_per_channel(x: torch.Tensor, eps: float = 1e-5) -> torch.Tensor:
     """What BatchNorm2d does in training mode without affine: one mean and variance per channel."""
+    _check_eps(eps)
     mean, variance = channel_statistics(x)
     return (x - _per_channel(mean)) / torch.sqrt(_per_channel(variance) + eps)
 
 
 def normalize_per_position(x: torch.Tensor, eps: float = 1e-5) -> torch.Tensor:
     """The notes' reading, which BatchNorm2d does NOT do: statistics over the batch only, one per (C, H, W) position."""
+    _check_eps(eps)
     _check_input(x)
     mean = x.mean(dim=0, keepdim=True)
     variance = x.var(dim=0, unbiased=False, keepdim=True)
@@ -134,19 +136,30 @@ def _check_settings(num_features, eps, momentum, affine, track_running_stats) ->
         raise TypeError(f"num_features must be an int (the number of channels C), not {type(num_features).__name__}")
     if num_features < 1:
         raise ValueError(f"num_features must be the number of channels, at least 1, not {num_features}")
-    if isinstance(eps, bool) or not isinstance(eps, int | float) or not eps > 0:
-        raise ValueError(f"eps must be a small positive number such as 1e-5, not {eps!r}")
-    if momentum is not None:
-        if isinstance(momentum, bool) or not isinstance(momentum, int | float):
-            raise TypeError(f"momentum must be a number in [0, 1] or None, not {type(momentum).__name__}")
-        if not 0 <= momentum <= 1:
-            raise ValueError(
-                f"momentum must be in [0, 1], not {momentum}: it is the weight of the NEW batch statistic "
-                "(0.1 by default); pass None for a cumulative average"
-            )
+    _check_eps(eps)
+    _check_momentum(momentum)
     for name, flag in (("affine", affine), ("track_running_stats", track_running_stats)):
         if not isinstance(flag, bool):
             raise TypeError(f"{name} must be True or False, not {type(flag).__name__}")
+
+
+def _check_eps(eps) -> None:
+    """eps is added to the variance under the square root: it must be a positive number."""
+    if isinstance(eps, bool) or not isinstance(eps, int | float) or not eps > 0:
+        raise ValueError(f"eps must be a small positive number such as 1e-5, not {eps!r}")
+
+
+def _check_momentum(momentum) -> None:
+    """momentum is the weight of the new batch statistic: a number in [0, 1], or None for a cumulative average."""
+    if momentum is None:
+        return
+    if isinstance(momentum, bool) or not isinstance(momentum, int | float):
+        raise TypeError(f"momentum must be a number in [0, 1] or None, not {type(momentum).__name__}")
+    if not 0 <= momentum <= 1:
+        raise ValueError(
+            f"momentum must be in [0, 1], not {momentum}: it is the weight of the NEW batch statistic "
+            "(0.1 by default); pass None for a cumulative average"
+        )
 
 
 def _check_input(x, num_features: int | None = None) -> None:
@@ -169,6 +182,7 @@ def _check_input(x, num_features: int | None = None) -> None:
 
 def running_mean_history(momentum: float | None, batches: torch.Tensor) -> list[float]:
     """running_mean of a one-channel nn.BatchNorm2d before and after each training step on `batches` (K, N, 1, H, W)."""
+    _check_momentum(momentum)
     if not isinstance(batches, torch.Tensor) or batches.dim() != 5 or batches.shape[2] != 1:
         raise ValueError("batches must be a tensor of shape (K, N, 1, H, W): K batches of one-channel inputs")
     layer = nn.BatchNorm2d(1, momentum=momentum)
@@ -181,6 +195,11 @@ def running_mean_history(momentum: float | None, batches: torch.Tensor) -> list[
 
 def plot_running_means(histories: dict[str, list[float]], true_mean: float) -> Figure:
     """Draw each running-mean history against the step, with the mean of the distribution as a dashed line."""
+    if not isinstance(histories, dict):
+        raise TypeError(
+            f"histories must be a dict of label -> running means, {{'momentum 0.1': [...], ...}}, "
+            f"not {type(histories).__name__}"
+        )
     if not histories:
         raise ValueError("histories must hold at least one curve: {'momentum 0.1': [...], ...}")
     fig, ax = plt.subplots(figsize=(7.0, 4.0))

@@ -69,6 +69,10 @@ def new_run(
     dataset: Dataset, seed: int = 0, lr: float = 0.01, batch_size: int = 64
 ) -> tuple[nn.Sequential, torch.optim.Adam, DataLoader]:
     """Seed torch, then build a fresh model, its Adam optimizer and a shuffling loader: the start of a run."""
+    if isinstance(lr, bool) or not isinstance(lr, int | float):
+        raise TypeError(f"lr must be a number such as 0.01, not {lr!r}")
+    if not lr >= 0:
+        raise ValueError(f"lr must be >= 0 (a small positive number such as 0.01), not {lr}")
     torch.manual_seed(seed)
     model = make_model()
     return model, torch.optim.Adam(model.parameters(), lr=lr), make_loader(dataset, batch_size, seed)
@@ -104,6 +108,11 @@ def train_epochs(
 
 def accuracy(model: nn.Module, dataset: TensorDataset) -> float:
     """Fraction of `dataset` classified correctly, in evaluation mode; the model's mode is restored afterwards."""
+    if not isinstance(dataset, TensorDataset):
+        raise TypeError(
+            f"dataset must be a TensorDataset(images, labels), not {type(dataset).__name__}: "
+            "for a DataLoader pass loader.dataset"
+        )
     was_training = model.training
     model.eval()
     images, labels = dataset.tensors
@@ -115,6 +124,12 @@ def accuracy(model: nn.Module, dataset: TensorDataset) -> float:
 
 def states_equal(first: Mapping[str, Any], second: Mapping[str, Any]) -> bool:
     """True when two state_dicts have the same keys in the same order and torch.equal values."""
+    for state in (first, second):
+        if not isinstance(state, Mapping):
+            raise TypeError(
+                f"states_equal compares state_dicts, not a {type(state).__name__}: pass model.state_dict() "
+                "(or optimizer.state_dict())"
+            )
     if list(first) != list(second):
         return False
     return all(_equal(first[key], second[key]) for key in first)

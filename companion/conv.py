@@ -2,7 +2,7 @@
 
 import copy
 import itertools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 import matplotlib.pyplot as plt
 import torch
@@ -89,6 +89,11 @@ def conv2d_reference(
     if isinstance(input, torch.Tensor) and input.dim() == 3:  # like F.conv2d, accept one unbatched image
         return conv2d_reference(input.unsqueeze(0), weight, bias, stride, padding, dilation, groups).squeeze(0)
     _check_conv_args(input, weight, bias, groups)
+    if not input.is_floating_point() or not weight.is_floating_point():
+        raise TypeError(
+            f"input and weight must be floating point, not {input.dtype} and {weight.dtype} (F.conv2d refuses "
+            "integers): pass input.float() and weight.float()"
+        )
     out_channels, channels_per_group, kernel_h, kernel_w = weight.shape
     top, bottom, left, right = padding_sides(padding, (kernel_h, kernel_w), stride, dilation)
     height, width = input.shape[2:]
@@ -166,6 +171,10 @@ def receptive_field(layers: Sequence[tuple[int, int, int]]) -> int:
     `layers` lists (kernel_size, stride, dilation) from the input upwards. Each layer widens the field by
     d*(k-1) steps of its input, and one step of its input is the product of the strides below it.
     """
+    if not isinstance(layers, Iterable) or isinstance(layers, str):
+        raise TypeError(
+            f"layers must be a list of (kernel_size, stride, dilation) triples, e.g. [(3, 1, 1)], not {layers!r}"
+        )
     field, step = 1, 1
     for layer in layers:
         if not isinstance(layer, tuple | list) or len(layer) != 3 or not all(type(n) is int for n in layer):
@@ -186,6 +195,12 @@ def measure_receptive_field(model: nn.Module, input_size: IntPair, in_channels: 
     """
     if not isinstance(model, nn.Module):
         raise TypeError(f"model must be an nn.Module such as nn.Conv2d(1, 1, 3), not {type(model).__name__}")
+    first = next((m for m in model.modules() if isinstance(m, nn.Conv2d)), None)
+    if first is not None and first.in_channels != in_channels:
+        raise ValueError(
+            f"the model's first convolution takes {first.in_channels} input channels, not {in_channels}: "
+            f"pass in_channels={first.in_channels}"
+        )
     probe = copy.deepcopy(model)
     with torch.no_grad():
         for parameter in probe.parameters():
@@ -207,6 +222,10 @@ def _sampled_positions(kernel_size: int, dilation: int, centre: int) -> list[int
 
 def plot_dilation(kernel_size: int = 3, dilations: Sequence[int] = (1, 2, 3), input_size: int = 9) -> Figure:
     """Draw, for each dilation, the input positions that one output element reads and the span they cover."""
+    if not isinstance(dilations, Sequence):
+        raise TypeError(f"dilations must be a tuple of ints, e.g. (1, 2, 3), not {dilations!r}")
+    if not dilations:
+        raise ValueError("dilations is empty: pass at least one dilation, e.g. (1, 2, 3)")
     spans = [effective_kernel_size(kernel_size, d)[0] for d in dilations]
     if max(spans) > input_size:
         raise ValueError(f"input_size {input_size} is too small for a kernel spanning {max(spans)}: pass a larger one")

@@ -56,6 +56,8 @@ def regression_data(n: int = 64, seed: int = 0) -> TensorDataset:
 
 def make_model(seed: int = 0) -> nn.Linear:
     """The model every rank starts from: a seeded `nn.Linear(3, 1)`, four parameters in all."""
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise TypeError(f"seed must be an int such as 0, not {seed!r}")
     with torch.random.fork_rng(devices=[]):  # seed a private copy: the caller's random state is left alone
         torch.manual_seed(seed)
         return nn.Linear(len(TRUE_WEIGHT), 1)
@@ -63,6 +65,8 @@ def make_model(seed: int = 0) -> nn.Linear:
 
 def flat_parameters(model: nn.Module) -> list[float]:
     """All parameters of `model` (or of the module inside a DDP wrapper) as one list of floats, in order."""
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"model must be an nn.Module such as make_model(), not {type(model).__name__}")
     model = model.module if isinstance(model, DistributedDataParallel) else model
     return torch.nn.utils.parameters_to_vector(model.parameters()).detach().cpu().tolist()
 
@@ -110,7 +114,10 @@ def train(
 def epoch_means(losses: Sequence[float], epochs: int) -> list[float]:
     """The mean of the step losses of each epoch (every epoch has the same number of steps)."""
     if epochs < 1 or len(losses) % epochs:
-        raise ValueError(f"{len(losses)} step losses do not split into {epochs} equal epochs")
+        raise ValueError(
+            f"{len(losses)} step losses do not split into {epochs} equal epochs: "
+            "pass the number of epochs that produced them"
+        )
     steps = len(losses) // epochs
     return [sum(losses[e * steps : (e + 1) * steps]) / steps for e in range(epochs)]
 
@@ -149,7 +156,13 @@ def local_rank_from(argument: int | None, environ: Mapping[str, str] = os.enviro
             "no --local-rank argument and no LOCAL_RANK variable: start the script with torchrun "
             "(python -m torch.distributed.run --nproc-per-node=2 ...), which sets LOCAL_RANK for every rank"
         )
-    return int(environ["LOCAL_RANK"])
+    try:
+        return int(environ["LOCAL_RANK"])
+    except ValueError:
+        raise ValueError(
+            f"LOCAL_RANK is {environ['LOCAL_RANK']!r}, not a number: start the script with torchrun, which sets "
+            "LOCAL_RANK to 0, 1, ... for the ranks of each node"
+        ) from None
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -175,6 +188,11 @@ def save_then_load_everywhere(model: nn.Module, path: Path, device: torch.device
 
 def run_rank(args: argparse.Namespace, init_method: str = "env://") -> dict:
     """Join the process group, do `args.task` as this rank, leave the group cleanly; return what happened."""
+    if "RANK" not in os.environ or "WORLD_SIZE" not in os.environ:
+        raise ValueError(
+            "RANK and WORLD_SIZE are not set: start the script with torchrun "
+            "(python -m torch.distributed.run --nproc-per-node=2 ...), which sets them for every rank"
+        )
     rank, world_size = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     local_rank = local_rank_from(args.local_rank)
     device, backend = device_and_backend(local_rank)
@@ -270,8 +288,13 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 def write_json(path: Path, data: dict) -> None:
     """Write `data` as JSON in one step (to a temporary name, then renamed), so a reader never sees half a file."""
+    path = Path(path)  # a str path works too
+    try:
+        text = json.dumps(data)
+    except TypeError as error:
+        raise TypeError(f"{error}: pass plain Python values, e.g. tensor.tolist() or tensor.item()") from None
     partial = path.with_name(path.name + ".partial")
-    partial.write_text(json.dumps(data), encoding="utf-8")
+    partial.write_text(text, encoding="utf-8")
     os.replace(partial, path)
 
 
@@ -316,6 +339,10 @@ def spawn_worker(index: int, world_size: int, init_method: str, argv: list[str],
 
 def sampler_table(n: int, num_replicas: int, epochs: int, set_epoch: bool, seed: int = 0) -> list[list[list[int]]]:
     """table[epoch][rank]: the indices DistributedSampler (shuffle=True) gives each rank in each epoch."""
+    if isinstance(num_replicas, bool) or not isinstance(num_replicas, int):
+        raise TypeError(f"num_replicas must be a positive int such as 2 (one per rank), not {num_replicas!r}")
+    if num_replicas < 1:
+        raise ValueError(f"num_replicas must be a positive int such as 2 (one per rank), not {num_replicas}")
     table = []
     for epoch in range(epochs):
         row = []

@@ -46,6 +46,7 @@ print(f"rank {rank}: args.local_rank = {args.local_rank}", flush=True)
 """
 # After one agent of a multi-node run fails, how long the others get to notice before they are stopped.
 FAILURE_GRACE_S = 15.0
+RESULT_KEYS = ("rank", "local_rank", "node_rank", "world_size", "backend", "device")  # what describe() shows
 
 
 class LaunchError(RuntimeError):
@@ -99,6 +100,10 @@ def node_command(
     _check_count(nproc_per_node, "nproc_per_node")
     if not 0 <= node_rank < nnodes:
         raise ValueError(f"node_rank must be in 0..{nnodes - 1} for nnodes={nnodes}, not {node_rank}")
+    if isinstance(port, bool) or not isinstance(port, int):
+        raise TypeError(f"port must be an int, e.g. free_port(), not {port!r}")
+    if not 1 <= port <= 65535:
+        raise ValueError(f"port must be a TCP port in 1..65535, e.g. free_port(), not {port}")
     sizes = [f"--nnodes={nnodes}", f"--node-rank={node_rank}", f"--nproc-per-node={nproc_per_node}"]
     if rendezvous == "static":
         meeting = ["--master-addr=127.0.0.1", f"--master-port={port}"]
@@ -117,6 +122,10 @@ def node_command(
 
 def shown(command: Sequence[str]) -> str:
     """A command as you would type it: `torchrun` for the launcher module, OUT for the folder, PORT for the port."""
+    if isinstance(command, str):
+        raise TypeError(
+            "shown takes the words of a command: pass the command as a list of words, e.g. torchrun_command(2)"
+        )
     words = list(command)
     for prefix, name in ((TORCHRUN, "torchrun"), (OLD_LAUNCHER, "python -m torch.distributed.launch")):
         if words[: len(prefix)] == prefix:
@@ -173,6 +182,8 @@ def launch_nodes(
     timeout: float = 120.0,
 ) -> RankResults:
     """Run companion.ddp as if on `nnodes` machines: one torchrun per "node", meeting on 127.0.0.1 at a free port."""
+    _check_count(nnodes, "nnodes")
+    _check_count(nproc_per_node, "nproc_per_node")
     args = _script_args(args)
     with _folder(workdir) as out:
         port = free_port()
@@ -227,6 +238,8 @@ def run_script(
 
 def still_running(marker: str | Path) -> list[int]:
     """Process ids of every process whose command line contains `marker` (e.g. a launch's work folder)."""
+    if not str(marker).strip():
+        raise ValueError("an empty marker matches every process: pass a marker such as the launch's work folder")
     found = []
     for process in psutil.process_iter(["cmdline"]):
         try:
@@ -239,6 +252,8 @@ def still_running(marker: str | Path) -> list[int]:
 
 def stop_process_tree(pid: int, grace: float = 5.0) -> None:
     """Stop process `pid` and all its descendants: SIGTERM first, SIGKILL for whatever is left after `grace` s."""
+    if isinstance(pid, bool) or not isinstance(pid, int):
+        raise TypeError(f"pid must be an int, a process id such as one from still_running(marker), not {pid!r}")
     try:
         root = psutil.Process(pid)
         family = [*root.children(recursive=True), root]  # the list first: orphans could no longer be found
@@ -260,6 +275,10 @@ def stop_process_tree(pid: int, grace: float = 5.0) -> None:
 
 def describe(results: Sequence[dict]) -> str:
     """One line per rank: who it is (rank, local rank, node, world size) and where it computes."""
+    for r in results:
+        missing = [key for key in RESULT_KEYS if key not in r]
+        if missing:
+            raise ValueError(f"a result lacks {missing}: pass the results of launch() (or launch_nodes(), spawn())")
     return "\n".join(
         f"rank {r['rank']}: local rank {r['local_rank']}, node {r['node_rank']}, world size {r['world_size']}, "
         f"{r['backend']} on {r['device']}"

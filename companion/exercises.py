@@ -12,5 +12,10 @@ def passed(what: str) -> None:
 
 def require(condition: bool, hint: str) -> None:
     """Raise WrongAnswer with `hint` unless `condition` holds."""
+    if hasattr(condition, "numel") and condition.numel() != 1:  # a tensor of several truth values is ambiguous
+        raise TypeError(
+            f"condition is a tensor of {condition.numel()} values: reduce it to one bool with .all() or .any(), "
+            "or use torch.equal(a, b)"
+        )
     if not condition:
         raise WrongAnswer(hint)

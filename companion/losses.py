@@ -124,6 +124,13 @@ def _check_cross_entropy_args(logits, target, weight, ignore_index, reduction, l
 
 def loss_vs_true_logit(true_logits: torch.Tensor, num_classes: int = 3, label_smoothing: float = 0.0) -> torch.Tensor:
     """The loss of one sample of class 0 whose logits are [z, 0, ..., 0], for each z in `true_logits`."""
+    if not isinstance(true_logits, torch.Tensor):  # an integer tensor gets cross_entropy's own hint below
+        raise TypeError(
+            "true_logits must be a floating-point tensor of z values, e.g. torch.linspace(-4.0, 10.0, 15), "
+            f"not {type(true_logits).__name__}"
+        )
+    if isinstance(num_classes, bool) or not isinstance(num_classes, int) or num_classes < 1:
+        raise ValueError(f"num_classes must be a positive int such as 3, not {num_classes!r}")
     logits = torch.zeros(len(true_logits), num_classes, dtype=true_logits.dtype)
     logits[:, 0] = true_logits
     target = torch.zeros(len(true_logits), dtype=torch.long)
@@ -132,6 +139,8 @@ def loss_vs_true_logit(true_logits: torch.Tensor, num_classes: int = 3, label_sm
 
 def plot_loss_vs_true_logit(num_classes: int = 3, smoothings: tuple[float, ...] = (0.0, 0.1, 0.3)) -> Figure:
     """Plot the loss of one sample against its true-class logit, one curve per label smoothing, minima marked."""
+    if not isinstance(smoothings, tuple | list):
+        raise TypeError(f"smoothings must be a tuple of label_smoothing values, e.g. (0.0, 0.1), not {smoothings!r}")
     z = torch.linspace(-4.0, 10.0, 1401, dtype=torch.float64)
     fig, ax = plt.subplots()
     for smoothing in smoothings:

@@ -15,8 +15,17 @@ from companion.exercises import passed, require
 MakeOptimizer = Callable[[Iterable[Tensor]], torch.optim.Optimizer]
 
 
-def _check_hyperparameters(lr: float, betas: Sequence[float], eps: float, weight_decay: float) -> None:
-    """Raise a ValueError that names the value to pass instead, before any state is created."""
+def _check_hyperparameters(params: object, lr: float, betas: Sequence[float], eps: float, weight_decay: float) -> None:
+    """Raise a TypeError or ValueError that names the value to pass instead, before any state is created."""
+    if isinstance(params, nn.Module):
+        raise TypeError(
+            f"params must be the tensors to optimize, not the {type(params).__name__} itself: pass model.parameters()"
+        )
+    for name, value, example in (("lr", lr, "1e-3"), ("eps", eps, "1e-8"), ("weight_decay", weight_decay, "1e-2")):
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise TypeError(f"{name} must be a number such as {example}, not {value!r}")
+    if not isinstance(betas, tuple | list):
+        raise TypeError(f"betas must be a pair (beta1, beta2) such as (0.9, 0.999), not {betas!r}")
     if not lr >= 0:  # `not >=` also catches NaN
         raise ValueError(f"lr must be >= 0 (a small positive number such as 1e-3), not {lr}")
     if len(betas) != 2:
@@ -51,7 +60,7 @@ class Adam(torch.optim.Optimizer):
         *,
         maximize: bool = False,
     ) -> None:
-        _check_hyperparameters(lr, betas, eps, weight_decay)
+        _check_hyperparameters(params, lr, betas, eps, weight_decay)
         defaults = dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay, amsgrad=amsgrad)
         super().__init__(params, defaults | dict(maximize=maximize))
 
@@ -108,7 +117,7 @@ class NotesAdam(torch.optim.Optimizer):
         eps: float = 1e-8,
         weight_decay: float = 0.0,
     ) -> None:
-        _check_hyperparameters(lr, betas, eps, weight_decay)
+        _check_hyperparameters(params, lr, betas, eps, weight_decay)
         super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay))
 
     @torch.no_grad()
@@ -169,6 +178,12 @@ def sgd_momentum_update(
 
 def digits_mlp(seed: int = 0, hidden: int = 32) -> nn.Sequential:
     """A small classifier for the 8x8 digits (64 -> hidden -> 10) whose initial weights depend only on `seed`."""
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise TypeError(f"seed must be an int such as 0, not {seed!r}")
+    if isinstance(hidden, bool) or not isinstance(hidden, int):
+        raise TypeError(f"hidden must be a positive int such as 32, not {hidden!r}")
+    if hidden < 1:
+        raise ValueError(f"hidden must be a positive int such as 32, not {hidden}")
     with torch.random.fork_rng(devices=[]):  # leave the caller's random state as it was
         torch.manual_seed(seed)
         return nn.Sequential(nn.Flatten(), nn.Linear(64, hidden), nn.ReLU(), nn.Linear(hidden, 10))
@@ -176,6 +191,8 @@ def digits_mlp(seed: int = 0, hidden: int = 32) -> nn.Sequential:
 
 def digits_batches(steps: int, batch_size: int = 64, seed: int = 0) -> list[tuple[Tensor, Tensor]]:
     """`steps` shuffled mini-batches (images, labels) of the digits training set: the same data for every optimizer."""
+    if any(isinstance(n, bool) or not isinstance(n, int) for n in (steps, batch_size)):
+        raise TypeError(f"steps and batch_size must be ints (e.g. 100 and 64), not {steps!r} and {batch_size!r}")
     if steps < 0 or batch_size < 1:
         raise ValueError(f"steps must be >= 0 and batch_size >= 1 (e.g. 100 and 64), not {steps} and {batch_size}")
     images, labels = digits_datasets()[0].tensors
@@ -194,7 +211,13 @@ def digits_batches(steps: int, batch_size: int = 64, seed: int = 0) -> list[tupl
 def train(model: nn.Module, optimizer: torch.optim.Optimizer, batches: list[tuple[Tensor, Tensor]]) -> list[float]:
     """The plain loop (zero_grad, forward, cross-entropy loss, backward, step) once per batch; the losses."""
     losses = []
-    for images, labels in batches:
+    for batch in batches:
+        if not isinstance(batch, tuple | list) or len(batch) != 2:
+            raise TypeError(
+                f"each batch must be an (images, labels) pair, not {type(batch).__name__}: pass a list of "
+                "(images, labels) batches, e.g. [(images, labels)] for one batch"
+            )
+        images, labels = batch
         optimizer.zero_grad()
         loss = F.cross_entropy(model(images), labels)
         loss.backward()
@@ -205,6 +228,13 @@ def train(model: nn.Module, optimizer: torch.optim.Optimizer, batches: list[tupl
 
 def train_copies(make_optimizers: dict[str, MakeOptimizer], steps: int = 100, seed: int = 0) -> dict[str, nn.Module]:
     """Train one copy of the same digits MLP per optimizer, on the same batches; the trained models by name."""
+    if not isinstance(make_optimizers, dict):
+        raise TypeError(
+            "make_optimizers must be a dict of names to functions, e.g. "
+            f"{{'Adam': lambda params: torch.optim.Adam(params, lr=1e-3)}}, not {make_optimizers!r}"
+        )
+    for make_optimizer in make_optimizers.values():
+        _check_make_optimizer(make_optimizer)
     batches = digits_batches(steps, seed=seed)
     models = {}
     for name, make_optimizer in make_optimizers.items():
@@ -214,8 +244,18 @@ def train_copies(make_optimizers: dict[str, MakeOptimizer], steps: int = 100, se
     return models
 
 
+def _check_make_optimizer(make_optimizer: object) -> None:
+    """A function from parameters to an optimizer (an optimizer class, with its default lr, is one too)."""
+    if not callable(make_optimizer):
+        raise TypeError(
+            "make_optimizer must be a function from parameters to an optimizer, e.g. "
+            f"lambda params: torch.optim.Adam(params, lr=1e-3), not {make_optimizer!r}"
+        )
+
+
 def first_step_sizes(make_optimizer: MakeOptimizer, seed: int = 0) -> tuple[Tensor, Tensor]:
     """|gradient| and |change| of each digits-MLP element after one step on one batch (zero gradients left out)."""
+    _check_make_optimizer(make_optimizer)
     model = digits_mlp(seed)
     before = [p.detach().clone() for p in model.parameters()]
     train(model, make_optimizer(model.parameters()), digits_batches(1, seed=seed))
@@ -227,14 +267,19 @@ def first_step_sizes(make_optimizer: MakeOptimizer, seed: int = 0) -> tuple[Tens
 
 def max_abs_difference(model_a: nn.Module, model_b: nn.Module) -> float:
     """The largest |a - b| over all parameters of two models with the same architecture (0.0 means equal)."""
-    pairs = list(zip(model_a.parameters(), model_b.parameters(), strict=True))
-    if any(a.shape != b.shape for a, b in pairs):
+    params_a, params_b = list(model_a.parameters()), list(model_b.parameters())
+    pairs = list(zip(params_a, params_b, strict=False))
+    if len(params_a) != len(params_b) or any(a.shape != b.shape for a, b in pairs):
         raise ValueError("the two models must have the same architecture: build both with the same function")
     return max((a - b).abs().max().item() for a, b in pairs)
 
 
 def rosenbrock(xy: Tensor, a: float = 1.0, b: float = 100.0) -> Tensor:
     """Rosenbrock's banana valley (a - x)^2 + b (y - x^2)^2, over the last dimension: minimum 0 at (a, a^2)."""
+    if not isinstance(xy, Tensor):
+        raise TypeError(
+            f"xy must be a tensor of points (x, y), shape (..., 2), e.g. torch.tensor([1.0, 2.0]), not {xy!r}"
+        )
     if xy.shape[-1:] != (2,):
         raise ValueError(f"xy must hold points (x, y) in its last dimension, shape (..., 2), not {tuple(xy.shape)}")
     x, y = xy[..., 0], xy[..., 1]
@@ -251,6 +296,7 @@ def trajectory(
 
     It calls `optimizer.step(closure)`, which every optimizer accepts and LBFGS requires.
     """
+    _check_make_optimizer(make_optimizer)
     if steps < 0:
         raise ValueError(f"steps must be >= 0, not {steps}")
     point = torch.tensor(start, dtype=torch.float64, requires_grad=True)
@@ -273,6 +319,8 @@ def trajectory(
 
 def plot_trajectories(paths: dict[str, Tensor], function: Callable[[Tensor], Tensor] = rosenbrock) -> Figure:
     """One panel per named path: the path over the contours of `function` (log scale), the minimum (1, 1) starred."""
+    if not isinstance(paths, dict):
+        raise TypeError(f"paths must be a dict, not {type(paths).__name__}: pass {{name: trajectory(...)}}")
     if not paths:
         raise ValueError("paths is empty: pass {name: trajectory(...)} for at least one optimizer")
     points = torch.cat(list(paths.values()))

@@ -95,6 +95,10 @@ def _check_scatter_args(self, dim, index, src, reduce) -> None:
 
 def plot_scatter(self: torch.Tensor, dim: int, index: torch.Tensor, src: torch.Tensor) -> Figure:
     """Draw a 2-d `src`, and `self` after `scatter_(dim, index, src)`, each src element in its own colour."""
+    if not all(isinstance(t, torch.Tensor) for t in (self, index, src)):
+        raise TypeError(
+            "self, index and src must be tensors, e.g. torch.zeros(2, 4), torch.tensor([[2, 3]]) and torch.ones(2, 4)"
+        )
     if self.dim() != 2 or src.dim() != 2:
         raise ValueError("plot_scatter draws 2-d tensors only: pass self and src with two dimensions")
     out = scatter_reference(self, dim, index, src)

@@ -17,9 +17,9 @@ CONDA_TO_PIP = {"pytorch": "torch"}
 
 
 def pip_requirements() -> dict[str, str]:
-    """Package name -> version specifier, from pyproject.toml's dependencies and the course extra."""
+    """Package name -> version specifier, from pyproject.toml's dependencies and every extra."""
     project = PYPROJECT["project"]
-    names = project["dependencies"] + project["optional-dependencies"]["course"]
+    names = project["dependencies"] + [r for extra in project["optional-dependencies"].values() for r in extra]
     reqs = [Requirement(r) for r in names]
     return {r.name: str(r.specifier) for r in reqs if r.marker is None or r.marker.evaluate()}
 
