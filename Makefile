@@ -87,7 +87,7 @@ browser:
 	@if command -v chromium >/dev/null && command -v pdftotext >/dev/null; then :; \
 	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 		echo "Installing Chromium and poppler-utils with apt-get ..."; \
-		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium poppler-utils >/dev/null; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium poppler-utils fonts-dejavu-core >/dev/null; \
 	else \
 		echo "No Chromium/poppler found: the handout will be HTML only. For PDFs install them, e.g."; \
 		echo "  sudo apt-get install chromium poppler-utils   (Debian/Ubuntu)"; \
