@@ -129,6 +129,7 @@ def test_index_links_every_lesson_in_every_edition():
             assert f"pdf/{edition.name}/{path.stem}.pdf" in parser.links
         assert f"notebooks/{path.stem}.ipynb" in parser.links
     assert all(f"pdf/{e.name}.pdf" in parser.links for e in EDITIONS)
+    assert "<code>scatter_</code>" in index_page([(p.stem, lesson(p)) for p in LESSONS[1:2]], with_pdf=False)
 
 
 # ---- the built handout (make handout) ---------------------------------------------------------------------------

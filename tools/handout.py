@@ -193,7 +193,7 @@ def index_page(lessons: list[tuple[str, nbformat.NotebookNode]], with_pdf: bool)
                 link += f' · <a href="pdf/{edition.name}/{stem}.pdf">PDF</a>'
             links.append(f"<td>{link}</td>")
         notebook_link = f'<td><a href="notebooks/{stem}.ipynb">ipynb</a></td>'
-        title = html.escape(lesson_title(notebook, "bilingual"))
+        title = re.sub(r"`([^`]+)`", r"<code>\1</code>", html.escape(lesson_title(notebook, "bilingual")))
         rows.append(f"<tr><th>{title}</th>{''.join(links)}{notebook_link}</tr>")
     header = "".join(f"<th>{html.escape(e.title)}</th>" for e in EDITIONS)
     combined = ""
@@ -245,7 +245,8 @@ def build(out_dir: Path, notebook_dir: Path = ROOT / "notebooks", chromium: str 
         for (stem, _), notebook in zip(lessons, editions, strict=True):
             page = out_dir / "html" / edition.name / f"{stem}.html"
             page.parent.mkdir(parents=True, exist_ok=True)
-            page.write_text(export_html(notebook, edition, lesson_title(notebook, edition.language), "../../"))
+            title = lesson_title(notebook, edition.language).replace("`", "")  # a page title shows no markdown
+            page.write_text(export_html(notebook, edition, title, "../../"))
             pdf_jobs.append((page, out_dir / "pdf" / edition.name / f"{stem}.pdf"))
         whole = out_dir / "html" / f"{edition.name}.html"
         title = f"{COURSE[edition.language]} · {edition.title}"
