@@ -28,7 +28,7 @@ help:
 	@echo "make test     run every test: companion unit tests, notebook conventions, nbval on every notebook"
 	@echo "make test-gpu the same on a CUDA machine, lessons computing on the GPU"
 	@echo "make execute  re-execute every notebook top to bottom (the only way stored outputs change)"
-	@echo "make lint     ruff over companion/, tests/ and notebooks/"
+	@echo "make lint     ruff over companion/, tests/, tools/ and notebooks/"
 	@echo "make bench    time and memory of every notebook against the course targets"
 	@echo "make determinism  nbval with 1 and 2 threads"
 	@echo "make soak     20 DDP launches in a row"
