@@ -1,14 +1,13 @@
 """Lesson 00: the one-call notebook setup, the environment report and the seeding exercise."""
 
+import inspect
 import platform
 import random
-from collections.abc import Callable
 
 import matplotlib
 import numpy as np
 import torch
 
-from companion.exercises import passed, require
 from companion.plotting import use_course_style
 
 
@@ -26,6 +25,7 @@ def setup_notebook(seed: int = 0) -> None:
     torch.set_printoptions(profile="default")
     np.set_printoptions(legacy=False, precision=8, suppress=False)
     use_course_style()
+    _use_notebook_display()
     print(f"Ready / 准备就绪: seed {seed}, 1 CPU thread, default print options, course plot style")
 
 
@@ -44,29 +44,23 @@ def environment_report() -> str:
     return "\n".join(lines)
 
 
-def check_repeatable_draws(draw_twice: Callable[[], tuple[torch.Tensor, torch.Tensor]]) -> None:
-    """Self-check for lesson 00: `draw_twice()` must return two equal random draws of `torch.randn(3)`."""
-    require(callable(draw_twice), "Pass the function itself: check_repeatable_draws(draw_twice), without ().")
-    result = draw_twice()
-    require(
-        isinstance(result, tuple) and len(result) == 2,
-        "draw_twice() should return a pair: `return first, second`.",
-    )
-    first, second = result
-    require(
-        all(isinstance(t, torch.Tensor) and t.shape == (3,) for t in (first, second)),
-        "Each draw should be torch.randn(3): a tensor of shape (3,).",
-    )
-    require(
-        first.unique().numel() == 3,
-        "All three numbers are the same: draw them with torch.randn(3), not torch.zeros or torch.ones.",
-    )
-    require(
-        torch.equal(first, second),
-        "The two draws differ: call torch.manual_seed(<same number>) before each torch.randn(3).",
-    )
-    require(
-        torch.equal(draw_twice()[0], first),
-        "A second call of draw_twice() gave other numbers: seed inside the function, not once outside it.",
-    )
-    passed("the same seed gives the same numbers, every time")
+def _use_notebook_display() -> None:
+    """In a notebook: short expected errors (`Type: message`), and figures stored at 2x pixel density."""
+    try:
+        from IPython import get_ipython
+    except ImportError:  # plain Python: nothing to configure
+        return
+    shell = get_ipython()
+    if shell is None or not hasattr(shell, "kernel"):
+        return
+    # A learner needs the failing line (the cell above it) and `Type: message`, not 60 frames of PyTorch internals.
+    shell.run_line_magic("xmode", "Minimal")
+    # 2x PNGs display at the same size but print sharp (200 ppi at figure.dpi 100).
+    shell.run_line_magic("config", "InlineBackend.figure_formats = ['retina']")
+
+
+def show_source(obj: object) -> None:
+    """Print the source code of a function or class, so the page (and the handout) shows the code itself."""
+    if not (inspect.isfunction(obj) or inspect.isclass(obj) or inspect.ismethod(obj)):
+        raise TypeError(f"show_source takes a function, method or class, not {type(obj).__name__}")
+    print(inspect.getsource(obj).rstrip())

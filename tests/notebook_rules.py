@@ -19,6 +19,14 @@ WARNING_LINE = re.compile(r":\d+: \w*Warning:")
 UNCHECKED_TAGS = {"nbval-ignore-output", "nbval-skip"}
 UNCHECKED_REASON = "# Not checked by nbval:"
 PASS_MARK = "✓ Correct / 正确"
+ENGLISH_TITLE = re.compile(r"^# (\d\d) · \S")
+CHINESE_TITLE = re.compile(r"^\*\*第 (\d\d) 课 · [^*\n]+\*\*")
+MAX_ERROR_LINES = 8
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+# `Adam??` pointers send the learner away from the page: print the source with companion.course.show_source instead.
+SOURCE_POINTER = re.compile(r"`[\w.]+\?\?`")
+# *...* or _..._ around Chinese: browsers fake a slant for CJK, which reads badly; use **bold** or 「」 instead.
+CHINESE_ITALIC = re.compile(r"(?<![*\w])[*_](?![*\s])[^*_\n]*[\u3400-\u9fff][^*_\n]*(?<![*\s])[*_](?![*\w])")
 OUTPUT_FENCE = re.compile(r"^```output:([\w-]+)\n(.*?)^```", re.S | re.M)
 
 
@@ -107,9 +115,19 @@ def rule_language_matches_tag(nb: dict) -> list[str]:
 
 
 def rule_title_first(nb: dict) -> list[str]:
+    """One level-1 heading per lesson (the English title), so the Lab's table of contents nests sections under it;
+    the Chinese title is a bold line that one-language copies turn into the heading."""
     cells = nb["cells"]
-    if len(cells) < 2 or not all(source(c).startswith("# ") for c in cells[:2]):
-        return ["the notebook must open with its title as a '# ' heading, English then Chinese"]
+    if len(cells) < 2:
+        return ["the notebook must open with its title, English then Chinese"]
+    english = ENGLISH_TITLE.match(source(cells[0]))
+    chinese = CHINESE_TITLE.match(source(cells[1]))
+    if not english or not chinese:
+        return ["the notebook must open with '# NN · Title' (English) then '**第 NN 课 · 标题**' (Chinese)"]
+    if english.group(1) != chinese.group(1):
+        return [f"the English title says lesson {english.group(1)}, the Chinese one {chinese.group(1)}"]
+    if any(re.search(r"^# ", source(c), re.M) for c in cells[1:] if c["cell_type"] == "markdown"):
+        return ["only the English title is a level-1 heading; sections start at '## '"]
     return []
 
 
@@ -171,6 +189,23 @@ def rule_unchecked_cells_say_why(nb: dict) -> list[str]:
     return problems
 
 
+def quote_problem(stated: str, stored: str) -> str | None:
+    """Why a quoted output does not fit the stored one: its lines must appear there in order (`...` skips lines),
+    and a quote of a multi-line output quotes only the lines the prose discusses, never all of them."""
+    stored_lines = [line.rstrip() for line in stored.rstrip().splitlines()]
+    quoted = [line.rstrip() for line in stated.rstrip().splitlines() if line.strip() not in ("", "...", "…")]
+    position = 0
+    for line in quoted:
+        while position < len(stored_lines) and stored_lines[position] != line:
+            position += 1
+        if position == len(stored_lines):
+            return f"the quoted line {line!r} is not in the stored output (or not in that order)"
+        position += 1
+    if len(stored_lines) > 1 and len(quoted) >= len(stored_lines):
+        return "it repeats the whole output printed just above; quote only the lines the prose discusses"
+    return None
+
+
 def rule_documented_outputs(nb: dict) -> list[str]:
     problems = []
     documented = {}
@@ -191,13 +226,80 @@ def rule_documented_outputs(nb: dict) -> list[str]:
                 seen[lang].add(name)
             if name not in stored:
                 problems.append(f"cell {i} states output:{name}, but no code cell is tagged output:{name}")
-            elif stated.rstrip() != stored[name].rstrip():
-                problems.append(f"cell {i}: the stated output:{name} differs from the stored output")
+            elif problem := quote_problem(stated, stored[name]):
+                problems.append(f"cell {i}: the quoted output:{name}: {problem}")
     for name in stored:
         for lang, names in seen.items():
             if name not in names:
-                problems.append(f"output:{name} is tagged but no {lang} cell states it")
+                problems.append(f"output:{name} is tagged but no {lang} cell quotes it")
     return problems
+
+
+def rule_short_errors(nb: dict) -> list[str]:
+    problems = []
+    for i, cell in enumerate(code_cells(nb), start=1):
+        for output in cell.get("outputs", []):
+            if output.get("output_type") != "error":
+                continue
+            lines = ANSI.sub("", "\n".join(output.get("traceback", []))).strip().splitlines()
+            if len(lines) > MAX_ERROR_LINES:
+                problems.append(
+                    f"code cell {i} stored a {len(lines)}-line error (at most {MAX_ERROR_LINES}): "
+                    "setup_notebook() sets %xmode Minimal; re-run `make execute`"
+                )
+    return problems
+
+
+def rule_exercises_have_bilingual_prompts(nb: dict) -> list[str]:
+    """A solution cell's metadata says what to write, in both languages: the learner's stub shows it."""
+    problems = []
+    for i, cell in enumerate(code_cells(nb), start=1):
+        if "solution" not in tags(cell):
+            continue
+        prompt = cell.get("metadata", {}).get("exercise", {})
+        if not (prompt.get("en") and prompt.get("zh") and CJK.search(prompt["zh"]) and not CJK.search(prompt["en"])):
+            problems.append(f"solution code cell {i} needs metadata.exercise = {{'en': ..., 'zh': ...}}: what to write")
+    return problems
+
+
+def rule_figures_captioned(nb: dict) -> list[str]:
+    """Every figure has a one-line caption in both languages right under it (cells tagged caption)."""
+    problems = []
+    cells = nb["cells"]
+    for i, cell in enumerate(cells):
+        if cell["cell_type"] != "code":
+            continue
+        if not any("image/png" in o.get("data", {}) for o in cell.get("outputs", [])):
+            continue
+        after = cells[i + 1 : i + 3]
+        if len(after) < 2 or not ({"caption", "lang-en"} <= tags(after[0]) and {"caption", "lang-zh"} <= tags(after[1])):
+            problems.append(f"cell {i} draws a figure: follow it with a caption pair (tags caption + lang-en/lang-zh)")
+        elif any(len(source(c).strip().splitlines()) != 1 for c in after):
+            problems.append(f"cell {i}: a figure caption is one line")
+    return problems
+
+
+def rule_no_source_pointers(nb: dict) -> list[str]:
+    return [
+        f"cell {i}: {SOURCE_POINTER.search(source(c)).group(0)} sends the learner away; print it with show_source()"
+        for i, c in enumerate(nb["cells"])
+        if c["cell_type"] == "markdown" and SOURCE_POINTER.search(source(c))
+    ]
+
+
+def rule_no_chinese_italics(nb: dict) -> list[str]:
+    return [
+        f"cell {i}: italic Chinese {CHINESE_ITALIC.search(prose_keep_emphasis(source(c))).group(0)!r}: use bold"
+        for i, c in enumerate(nb["cells"])
+        if "lang-zh" in tags(c) and CHINESE_ITALIC.search(prose_keep_emphasis(source(c)))
+    ]
+
+
+def prose_keep_emphasis(text: str) -> str:
+    """Markdown without code blocks, inline code and maths (emphasis marks kept)."""
+    text = re.sub(r"```.*?```", " ", text, flags=re.S)
+    text = re.sub(r"`[^`]*`", " ", text)
+    return re.sub(r"\$\$.*?\$\$|\$[^$]*\$", " ", text, flags=re.S)
 
 
 def rule_exercises_self_checked(nb: dict) -> list[str]:
@@ -265,4 +367,9 @@ RULES = [
     rule_exercises_self_checked,
     rule_errata_proven,
     rule_glossary_terms,
+    rule_short_errors,
+    rule_exercises_have_bilingual_prompts,
+    rule_figures_captioned,
+    rule_no_source_pointers,
+    rule_no_chinese_italics,
 ]

@@ -92,7 +92,7 @@ def test_bad_edition_names_the_choices():
 
 
 def test_lesson_titles_per_language():
-    notebook = lesson(NOTEBOOK_DIR / "01-scatter.ipynb")
+    notebook = lesson(NOTEBOOK_DIR / "03-scatter.ipynb")
     assert lesson_title(notebook, "en") == "01 · `scatter_`: writing values where an index points"
     assert lesson_title(notebook, "zh") == "01 · `scatter_`：按索引把值写到指定位置"
     assert lesson_title(notebook, "bilingual").count(" / ") == 1
