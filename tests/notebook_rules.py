@@ -342,6 +342,28 @@ def load_glossary(path: Path = GLOSSARY) -> dict[str, str]:
     return terms
 
 
+def load_variants(path: Path = GLOSSARY) -> dict[str, str]:
+    """Chinese variant -> the glossary term to use instead, from the glossary's last column ("Not / 不用")."""
+    variants, in_table = {}, False
+    for line in path.read_text(encoding="utf-8").splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if in_table and len(cells) >= 4 and cells[3]:
+            variants.update({variant.strip(): cells[1] for variant in cells[3].split("、") if variant.strip()})
+        in_table = in_table or line.startswith("| ---")
+    return variants
+
+
+def rule_glossary_variants(nb: dict, variants: dict[str, str] | None = None) -> list[str]:
+    variants = load_variants() if variants is None else variants
+    return [
+        f"cell {i}: Chinese prose says {variant!r}; the glossary term is {term!r}"
+        for i, cell in enumerate(nb["cells"])
+        if "lang-zh" in tags(cell)
+        for variant, term in variants.items()
+        if variant in prose(source(cell))
+    ]
+
+
 def rule_glossary_terms(nb: dict, glossary: dict[str, str] | None = None) -> list[str]:
     glossary = load_glossary() if glossary is None else glossary
     problems = []
@@ -367,6 +389,7 @@ RULES = [
     rule_exercises_self_checked,
     rule_errata_proven,
     rule_glossary_terms,
+    rule_glossary_variants,
     rule_short_errors,
     rule_exercises_have_bilingual_prompts,
     rule_figures_captioned,
