@@ -51,14 +51,14 @@ lab: $(STAMP)
 # Two workers, one file each (--dist loadfile): a notebook's cells must run in one kernel, in order.
 PYTEST_WORKERS ?= 2
 test: $(STAMP)
-	$(RUN) $(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile --nbval --nbval-current-env tests notebooks
+	$(RUN) $(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile --nbval --nbval-current-env --rerun-notebooks tests notebooks
 
 # On a CUDA machine, after `make clean`: make test-gpu TORCH_SPEC=torch==$(TORCH_VERSION) TORCH_INDEX=
 # Lessons that call companion.devices.pick_device() then compute on the GPU; the checked outputs must not change.
 test-gpu: $(STAMP)
 	@$(BIN)/python -c "import sys, torch; sys.exit(0 if torch.cuda.is_available() else \
 		'No CUDA device visible to PyTorch. On a CUDA machine: make clean; make test-gpu TORCH_SPEC=torch==$(TORCH_VERSION) TORCH_INDEX=')"
-	$(RUN) COURSE_DEVICE=cuda $(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile --nbval --nbval-current-env tests notebooks
+	$(RUN) COURSE_DEVICE=cuda $(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile --nbval --nbval-current-env --rerun-notebooks tests notebooks
 
 execute: $(STAMP)
 	$(RUN) $(BIN)/jupyter nbconvert --to notebook --execute --inplace \

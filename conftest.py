@@ -1,0 +1,37 @@
+"""pytest plugins for the whole project (here, not in tests/, so that a run over notebooks/ alone has them)."""
+
+
+def pytest_addoption(parser):
+    parser.addoption(
+        "--rerun-notebooks",
+        action="store_true",
+        help="after nbval runs a notebook, run every cell again in the same kernel and compare with the stored outputs",
+    )
+
+
+def pytest_collection_modifyitems(config, items):
+    """A learner presses Run All twice without restarting the kernel: the second pass must print the same.
+
+    For each notebook nbval collected, append a copy of its cell items after its last one. They share the notebook's
+    collector, so they run in the same kernel (pytest tears a collector down only after its last item), and nbval
+    compares their outputs with the stored ones exactly as it does for the first pass.
+    """
+    if not config.getoption("--rerun-notebooks"):
+        return
+    from nbval.plugin import IPyNbCell
+
+    reordered, pending = [], {}
+    for item in items:
+        if isinstance(item, IPyNbCell):
+            pending.setdefault(item.parent, []).append(item)
+        reordered.append(item)
+    for notebook, cells in pending.items():
+        last = reordered.index(cells[-1])
+        again = [
+            IPyNbCell.from_parent(
+                notebook, name=f"{cell.name} (re-run)", cell_num=cell.cell_num, cell=cell.cell, options=cell.options
+            )
+            for cell in cells
+        ]
+        reordered[last + 1 : last + 1] = again
+    items[:] = reordered
