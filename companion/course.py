@@ -54,7 +54,7 @@ def _use_notebook_display() -> None:
     if shell is None or not hasattr(shell, "kernel"):
         return
     # A learner needs the failing line (the cell above it) and `Type: message`, not 60 frames of PyTorch internals.
-    shell.run_line_magic("xmode", "Minimal")
+    shell.InteractiveTB.set_mode(mode="Minimal")  # what %xmode Minimal does, without its printed notice
     # 2x PNGs display at the same size but print sharp (200 ppi at figure.dpi 100).
     shell.run_line_magic("config", "InlineBackend.figure_formats = ['retina']")
 
