@@ -21,10 +21,14 @@ RUN := env OMP_NUM_THREADS=$${OMP_NUM_THREADS:-1} PYTHONHASHSEED=0
 ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
 NOTEBOOKS := $(sort $(wildcard notebooks/[0-9][0-9]-*.ipynb))
 
-.PHONY: help venv lab test test-gpu execute lint handout browser bench determinism soak clean
+.PHONY: help venv lab lab-teacher notebook progress walkthrough test test-gpu execute lint handout browser bench determinism soak clean
 
 help:
-	@echo "make lab      open the course in JupyterLab"
+	@echo "make lab      open your copy of the course (workspace/, exercises to solve) in JupyterLab"
+	@echo "              COURSE_LANG=en|zh|both (remembered); REFRESH=NN replaces one lesson, backing yours up"
+	@echo "make notebook the same in Notebook 7; make lab-teacher opens notebooks/ with the answers"
+	@echo "make progress your exercises: passed / wrong (with a hint) / not attempted"
+	@echo "make walkthrough every lesson in JupyterLab in headless Chromium, Run All twice, screenshots in build/"
 	@echo "make test     run every test: companion unit tests, notebook conventions, nbval on every notebook"
 	@echo "make test-gpu the same on a CUDA machine, lessons computing on the GPU"
 	@echo "make execute  re-execute every notebook top to bottom (the only way stored outputs change)"
@@ -45,8 +49,29 @@ $(STAMP): pyproject.toml constraints.txt
 	$(BIN)/python -m pip install --quiet -c constraints.txt -e ".[course]"
 	touch $@
 
+# The learner's copy in workspace/ (git-ignored; exercises stubbed), made on first run and never overwritten where the
+# learner changed a lesson. COURSE_LANG=en|zh|both is remembered; REFRESH=NN replaces one lesson (old one backed up).
+WORKSPACE ?= workspace
+WORKSPACE_ARGS = --workspace $(WORKSPACE) $(if $(COURSE_LANG),--lang $(COURSE_LANG)) $(if $(REFRESH),--refresh $(REFRESH))
 lab: $(STAMP)
-	$(RUN) $(BIN)/jupyter lab --ServerApp.root_dir=notebooks $(ALLOW_ROOT) $(LAB_ARGS)
+	$(RUN) $(BIN)/python tools/workspace.py lab $(WORKSPACE_ARGS) -- $(LAB_ARGS)
+
+# The source notebooks with the answers, for teachers and authors.
+lab-teacher: $(STAMP)
+	$(RUN) $(BIN)/python tools/workspace.py teacher -- $(LAB_ARGS)
+
+# The same workspace in Notebook 7 (`jupyter notebook`).
+notebook: $(STAMP)
+	$(RUN) $(BIN)/python tools/workspace.py notebook $(WORKSPACE_ARGS) -- $(LAB_ARGS)
+
+# Runs each workspace lesson's exercises in a fresh kernel (never writing the learner's files); PROGRESS_ARGS=--strict
+# exits non-zero unless every exercise passed.
+progress: $(STAMP)
+	$(RUN) $(BIN)/python tools/progress.py --workspace $(WORKSPACE) $(PROGRESS_ARGS)
+
+# Every lesson of the learner's workspace in JupyterLab in headless Chromium: Run All twice, outputs, plots, fonts.
+walkthrough: $(VENV)/.handout-installed browser
+	$(RUN) $(BIN)/python tools/walkthrough.py $(WALKTHROUGH_ARGS)
 
 # Two workers, one file each (--dist loadfile): a notebook's cells must run in one kernel, in order.
 PYTEST_WORKERS ?= 2

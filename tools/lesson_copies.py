@@ -1,0 +1,152 @@
+"""Copies of a lesson for readers: one language or both, exercises stubbed for learners.
+
+Shared by the learner's workspace (tools/workspace.py) and the handouts. Every function takes a notebook
+(an `nbformat.NotebookNode`) and returns a new one; the source notebook is never changed.
+"""
+
+import ast
+import copy
+import re
+
+import nbformat
+
+LANGUAGES = ("en", "zh", "both")
+DROPPED_TAG = {"en": "lang-zh", "zh": "lang-en", "both": None}
+CHINESE_TITLE = re.compile(r"^\*\*(第 \d\d 课 · [^*\n]+)\*\*[ \t]*$", re.M)
+# Said in a stub when a solution cell's metadata has no "exercise" text yet.
+GENERIC_EXERCISE = {
+    "en": "write your answer here, then run the self-check below.",
+    "zh": "在这里写出你的答案，再运行下面的自检。",
+}
+ANSWER_MARK = "your answer / 你的答案"
+# Tagged on the self-check after a stub, so that Run All goes on past an exercise not yet done (JupyterLab and
+# Notebook 7 do not stop at a cell with this tag); the learner sees the stub's NotImplementedError there.
+UNSOLVED_CHECK_TAG = "raises-exception"
+
+
+def tags(cell: dict) -> list[str]:
+    """A cell's tags (a list, possibly empty)."""
+    return list(cell.get("metadata", {}).get("tags", []))
+
+
+def is_solution(cell: dict) -> bool:
+    """Whether `cell` is an exercise's answer cell."""
+    return cell.get("cell_type") == "code" and "solution" in tags(cell)
+
+
+def exercise_text(cell: dict) -> dict[str, str]:
+    """What the learner must write for this solution cell, {"en": ..., "zh": ...} (generic when not given)."""
+    given = cell.get("metadata", {}).get("exercise") or {}
+    return {language: (given.get(language) or GENERIC_EXERCISE[language]).strip() for language in ("en", "zh")}
+
+
+def comment_block(label: str, text: str) -> list[str]:
+    """`text` as Python comment lines, the first starting with `label`."""
+    lines = text.splitlines() or [""]
+    return [f"# {label}{lines[0]}"] + [f"#   {line}".rstrip() for line in lines[1:]]
+
+
+def stub_source(source: str, exercise: dict[str, str] | None = None) -> str:
+    """An answer cell's stub: what to write in both languages, then the same imports, function signatures and
+    names as the answer, with no bodies (the self-check below calls them by name)."""
+    exercise = exercise or dict(GENERIC_EXERCISE)
+    try:
+        tree = ast.parse(source)
+    except SyntaxError as error:
+        raise ValueError(f"a solution cell must be valid Python; fix line {error.lineno} first") from error
+    lines = source.splitlines()
+    stub = comment_block("Exercise: ", exercise["en"]) + comment_block("练习：", exercise["zh"])
+    for node in tree.body:
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            stub += ["", *lines[node.lineno - 1 : node.end_lineno]]
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            first = node.decorator_list[0].lineno if node.decorator_list else node.lineno
+            body_start = node.body[0].lineno
+            if isinstance(node.body[0], ast.Expr) and isinstance(getattr(node.body[0], "value", None), ast.Constant):
+                body_start = node.body[0].end_lineno + 1  # keep the docstring: it says what the function returns
+            indent = " " * (node.body[0].col_offset)
+            stub += ["", "", *lines[first - 1 : body_start - 1], f'{indent}raise NotImplementedError("{ANSWER_MARK}")']
+        elif isinstance(node, ast.Assign | ast.AnnAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            stub += ["", " = ".join(ast.unparse(target) for target in targets) + f" = ...  # {ANSWER_MARK}"]
+    return "\n".join(stub).rstrip() + "\n"
+
+
+def stub_cell(cell: dict) -> None:
+    """Replace a solution cell's answer by its stub, in place, and clear its outputs."""
+    cell["source"] = stub_source(cell_source(cell), exercise_text(cell))
+    cell["outputs"], cell["execution_count"] = [], None
+
+
+def cell_source(cell: dict) -> str:
+    """A cell's source as one string (nbformat allows a list of lines)."""
+    source = cell.get("source", "")
+    return "".join(source) if isinstance(source, list) else source
+
+
+def self_check_after(cells: list, index: int) -> dict | None:
+    """The code cell after `cells[index]`: an exercise's self-check."""
+    return next((cell for cell in cells[index + 1 :] if cell.get("cell_type") == "code"), None)
+
+
+def exercises(notebook: dict) -> list[tuple[int, int]]:
+    """(solution cell index, self-check cell index) of every exercise, in order."""
+    found = []
+    for index, cell in enumerate(notebook["cells"]):
+        if is_solution(cell):
+            check = self_check_after(notebook["cells"], index)
+            if check is not None:
+                found.append((index, notebook["cells"].index(check)))
+    return found
+
+
+def check_name(cell: dict) -> str:
+    """The self-check a cell calls, e.g. 'check_one_hot' ('' when it calls none)."""
+    names = re.findall(r"\b(check_\w+)\s*\(", cell_source(cell))
+    return names[-1] if names else ""
+
+
+def stub_solutions(notebook: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """A copy with every solution replaced by its stub, and the outputs of the answer and its self-check cleared
+    (the self-check's "✓ Correct" line would give the answer away)."""
+    result = copy.deepcopy(notebook)
+    for solution, check in exercises(result):
+        stub_cell(result.cells[solution])
+        checker = result.cells[check]
+        checker.outputs, checker.execution_count = [], None
+        checker.metadata["tags"] = sorted({*tags(checker), UNSOLVED_CHECK_TAG})
+    for index, cell in enumerate(result.cells):  # a solution cell with no self-check after it
+        if is_solution(cell) and ANSWER_MARK not in cell_source(cell):
+            stub_cell(result.cells[index])
+    return result
+
+
+def one_language(notebook: nbformat.NotebookNode, language: str) -> nbformat.NotebookNode:
+    """A copy holding only `language`'s prose ("en", "zh" or "both"). The Chinese copy gets its title line
+    `**第 NN 课 · 标题**` as the level-1 heading, so the table of contents has one title per lesson."""
+    if language not in LANGUAGES:
+        raise ValueError(f"language must be one of {list(LANGUAGES)}, not {language!r}")
+    result = copy.deepcopy(notebook)
+    dropped = DROPPED_TAG[language]
+    result.cells = [cell for cell in result.cells if dropped not in tags(cell)]
+    if language == "zh":
+        for cell in result.cells:
+            if cell.cell_type == "markdown" and "lang-zh" in tags(cell):
+                source = cell_source(cell)
+                if CHINESE_TITLE.match(source):
+                    cell.source = CHINESE_TITLE.sub(r"# \1", source, count=1)
+                break  # only the first Chinese cell holds the title
+    if language != "both":
+        result.metadata["course_language"] = language
+    return result
+
+
+def learner_copy(notebook: nbformat.NotebookNode, language: str = "both") -> nbformat.NotebookNode:
+    """What a learner's workspace holds for a lesson: one language (or both), exercises stubbed."""
+    return stub_solutions(one_language(notebook, language))
+
+
+def edited_text(notebook: dict) -> str:
+    """What a learner can change in a lesson, as one string: each cell's type and source. Outputs, execution
+    counts and metadata are left out, so running cells or saving unchanged ones does not count as an edit."""
+    return "\n\x00".join(f"{cell.get('cell_type')}\x01{cell_source(cell)}" for cell in notebook.get("cells", []))
