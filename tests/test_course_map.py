@@ -1,0 +1,53 @@
+"""The course map (notebooks/course.toml) agrees with the lessons, and the lessons come in a learnable order."""
+
+import json
+
+import pytest
+
+import course_map
+from notebook_rules import NOTEBOOK_DIR, ROOT
+
+LESSONS = course_map.load_map()
+NOTEBOOKS = {lesson["number"]: json.loads((NOTEBOOK_DIR / lesson["file"]).read_text(encoding="utf-8")) for lesson in LESSONS}
+
+
+def test_the_map_lists_every_lesson_in_order():
+    files = sorted(p.name for p in NOTEBOOK_DIR.glob("[0-9][0-9]-*.ipynb"))
+    assert [lesson["file"] for lesson in LESSONS] == files
+    assert [lesson["number"] for lesson in LESSONS] == [f[:2] for f in files]
+
+
+@pytest.mark.parametrize("lesson", LESSONS, ids=lambda lesson: lesson["number"])
+def test_each_lesson_entry_is_complete(lesson):
+    assert lesson["title"] and lesson["title_zh"]
+    assert 3 <= len(lesson["objectives"]) <= 4 and len(lesson["objectives_zh"]) == len(lesson["objectives"])
+    assert "TODO" not in lesson["objectives"] + lesson["objectives_zh"]
+    assert lesson["minutes"] == course_map.estimate_minutes(NOTEBOOKS[lesson["number"]]), "run tools/course_map.py --write"
+
+
+@pytest.mark.parametrize("lesson", LESSONS, ids=lambda lesson: lesson["number"])
+def test_each_lesson_opens_with_its_objectives_box(lesson):
+    assert course_map.box_problem(NOTEBOOKS[lesson["number"]], lesson) is None
+
+
+def test_prerequisites_and_apis_come_before_they_are_used():
+    assert course_map.order_problems(LESSONS, NOTEBOOKS) == []
+
+
+def test_the_order_check_fails_when_an_api_is_introduced_too_late():
+    # Move `.backward` from the autograd lesson to the last lesson: every earlier lesson that calls it is flagged.
+    moved = [dict(lesson, introduces=[a for a in lesson["introduces"] if a != ".backward"]) for lesson in LESSONS]
+    moved[-1] = dict(moved[-1], introduces=[*moved[-1]["introduces"], ".backward"])
+    problems = course_map.order_problems(moved, NOTEBOOKS)
+    assert any("'.backward', which lesson" in p for p in problems)
+
+
+def test_the_order_check_fails_when_a_prerequisite_comes_later():
+    swapped = [dict(lesson) for lesson in LESSONS]
+    swapped[1] = dict(swapped[1], requires=[LESSONS[-1]["number"]])
+    assert any("does not come before it" in p for p in course_map.order_problems(swapped, NOTEBOOKS))
+
+
+def test_the_readme_shows_the_map():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert course_map.readme_map(LESSONS) in readme, "run `python tools/course_map.py --write`"

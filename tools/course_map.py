@@ -1,0 +1,161 @@
+"""The course map (notebooks/course.toml) as each lesson's objectives box and as the README's table.
+
+    python tools/course_map.py --write    # refresh every lesson's box, the minutes in course.toml, the README map
+
+Estimated time = reading + running + exercises, rounded up to 5 minutes: English prose words at 150 words a minute
+(technical text read with the code beside it), half a minute per code cell (run it, look at the output), and
+10 minutes per exercise. The Chinese prose carries the same content, so one language is counted.
+"""
+
+import argparse
+import json
+import math
+import re
+import sys
+from pathlib import Path
+
+import nbformat
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+ROOT = Path(__file__).resolve().parent.parent
+NOTEBOOKS = ROOT / "notebooks"
+MAP = NOTEBOOKS / "course.toml"
+README = ROOT / "README.md"
+README_START, README_END = "<!-- course-map: start -->", "<!-- course-map: end -->"
+WORDS_PER_MINUTE, MINUTES_PER_CELL, MINUTES_PER_EXERCISE = 150, 0.5, 10
+
+
+def load_map(path: Path = MAP) -> list[dict]:
+    """The [[lesson]] tables of course.toml, in order."""
+    return tomllib.loads(path.read_text(encoding="utf-8"))["lesson"]
+
+
+def source(cell: dict) -> str:
+    """A cell's source as one string."""
+    return "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+
+
+def estimate_minutes(notebook: dict) -> int:
+    """Reading + running + exercises, rounded up to 5 minutes (see the module docstring)."""
+    cells = notebook["cells"]
+    words = sum(len(source(c).split()) for c in cells if "lang-en" in c["metadata"].get("tags", []))
+    code = sum(c["cell_type"] == "code" for c in cells)
+    exercises = sum("solution" in c["metadata"].get("tags", []) for c in cells)
+    minutes = words / WORDS_PER_MINUTE + code * MINUTES_PER_CELL + exercises * MINUTES_PER_EXERCISE
+    return 5 * math.ceil(minutes / 5)
+
+
+def objectives_box(lesson: dict) -> tuple[str, str]:
+    """The (English, Chinese) markdown of a lesson's opening box."""
+    needs = ", ".join(lesson["requires"]) or "none"
+    needs_zh = "、".join(lesson["requires"])
+    english = f"**In this lesson** (about {lesson['minutes']} minutes; before it: lessons {needs})\n\n"
+    if not lesson["requires"]:
+        english = f"**In this lesson** (about {lesson['minutes']} minutes; no lesson before it)\n\n"
+    chinese = f"**本课目标**（约 {lesson['minutes']} 分钟；先修：第 {needs_zh} 课）\n\n"
+    if not lesson["requires"]:
+        chinese = f"**本课目标**（约 {lesson['minutes']} 分钟；无须先修）\n\n"
+    english += "\n".join(f"- {line}" for line in lesson["objectives"])
+    chinese += "\n".join(f"- {line}" for line in lesson["objectives_zh"])
+    return english, chinese
+
+
+def box_cells(notebook: dict) -> list[int]:
+    """Indices of the cells tagged objectives."""
+    return [i for i, c in enumerate(notebook["cells"]) if "objectives" in c["metadata"].get("tags", [])]
+
+
+def box_problem(notebook: dict, lesson: dict) -> str | None:
+    """Why a lesson's objectives box is missing, misplaced or out of step with the map (None if it is right)."""
+    found = box_cells(notebook)
+    if found != [2, 3]:
+        return f"the objectives box must be cells 2 and 3 (after the title), found at {found}"
+    if (source(notebook["cells"][2]), source(notebook["cells"][3])) != objectives_box(lesson):
+        return "the objectives box differs from notebooks/course.toml: run `python tools/course_map.py --write`"
+    return None
+
+
+def write_box(path: Path, lesson: dict) -> None:
+    """Put the map's objectives box right after the two title cells (markdown only: outputs stay as they are)."""
+    notebook = nbformat.read(path, as_version=4)
+    cells = [c for i, c in enumerate(notebook.cells) if i not in box_cells(notebook)]
+    english, chinese = objectives_box(lesson)
+    box = [
+        nbformat.v4.new_markdown_cell(english, metadata={"tags": ["lang-en", "objectives"]}),
+        nbformat.v4.new_markdown_cell(chinese, metadata={"tags": ["lang-zh", "objectives"]}),
+    ]
+    notebook.cells = cells[:2] + box + cells[2:]
+    nbformat.write(notebook, path)
+
+
+def api_pattern(api: str) -> re.Pattern:
+    """A map entry as a regex over code: '.backward' matches a method call, 'DataLoader' a whole word."""
+    if api.startswith("."):
+        return re.compile(re.escape(api) + r"\b")
+    return re.compile(r"(?<![\w.])" + re.escape(api) + r"\b")
+
+
+def code_without_comments(notebook: dict) -> str:
+    """All code of a notebook, comments and strings left in except full-line comments."""
+    lines = [line for c in notebook["cells"] if c["cell_type"] == "code" for line in source(c).splitlines()]
+    return "\n".join(line for line in lines if not line.lstrip().startswith(("#", "%")))
+
+
+def order_problems(lessons: list[dict], notebooks: dict[str, dict]) -> list[str]:
+    """Prerequisites that come later, and APIs used in code before the lesson that introduces them."""
+    problems, position = [], {lesson["number"]: i for i, lesson in enumerate(lessons)}
+    for i, lesson in enumerate(lessons):
+        for need in lesson["requires"]:
+            if position.get(need, len(lessons)) >= i:
+                problems.append(f"lesson {lesson['number']} requires {need}, which does not come before it")
+    for i, lesson in enumerate(lessons):
+        code = code_without_comments(notebooks[lesson["number"]])
+        for later in lessons[i + 1 :]:
+            for api in later["introduces"]:
+                if api_pattern(api).search(code):
+                    problems.append(
+                        f"lesson {lesson['number']} uses {api!r}, which lesson {later['number']} introduces later"
+                    )
+    return problems
+
+
+def readme_map(lessons: list[dict]) -> str:
+    """The README's course map: a table and a dependency graph (mermaid)."""
+    rows = ["| # | Lesson / 课程 | You will / 你将学会 | Before it / 先修 | Minutes / 分钟 |", "| --- | --- | --- | --- | --- |"]
+    for lesson in lessons:
+        link = f"[{lesson['title']}](notebooks/{lesson['file']})<br>{lesson['title_zh']}"
+        goals = "; ".join(lesson["objectives"])
+        rows.append(f"| {lesson['number']} | {link} | {goals} | {', '.join(lesson['requires']) or '—'} | {lesson['minutes']} |")
+    graph = ["```mermaid", "graph LR"]
+    graph += [f"  L{need}[{need}] --> L{lesson['number']}[{lesson['number']}]" for lesson in lessons for need in lesson["requires"]]
+    graph.append("```")
+    return "\n".join(rows) + "\n\n" + "\n".join(graph)
+
+
+def write_all() -> None:
+    """Refresh minutes in course.toml, every lesson's box, and the README map."""
+    text = MAP.read_text(encoding="utf-8")
+    for lesson in load_map():
+        path = NOTEBOOKS / lesson["file"]
+        notebook = json.loads(path.read_text(encoding="utf-8"))
+        minutes = estimate_minutes(notebook)
+        block = re.compile(rf'(number = "{lesson["number"]}"\n(?:.*\n)*?minutes = )\d+')
+        text = block.sub(lambda m: f"{m.group(1)}{minutes}", text, count=1)
+    MAP.write_text(text, encoding="utf-8")
+    lessons = load_map()
+    for lesson in lessons:
+        write_box(NOTEBOOKS / lesson["file"], lesson)
+    readme = README.read_text(encoding="utf-8")
+    start, end = readme.index(README_START) + len(README_START), readme.index(README_END)
+    README.write_text(readme[:start] + "\n" + readme_map(lessons) + "\n" + readme[end:], encoding="utf-8")
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--write", action="store_true", help="refresh minutes, boxes and the README map")
+    if parser.parse_args().write:
+        write_all()
