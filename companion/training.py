@@ -1,5 +1,12 @@
-"""Lesson 05: a training loop that is hard to get wrong, evaluation, a progress bar whose text is
-the same on every run, the loss/accuracy plot and the exercise checks. Later lessons reuse the loop functions."""
+"""Lesson 08: the plain training loop (`train_one_epoch`), evaluation (`evaluate`) and both once per epoch (`fit`).
+
+This is the one loop of the course: lesson 08 writes it in the notebook and shows it equals this copy bit for bit,
+and a later lesson that trains with a plain loop calls `train_one_epoch` rather than writing a fifth one. A lesson
+that needs a loop of its own (a custom optimizer step, checkpoints between epochs, one process per rank) says why.
+Below the loop: counting parameters, enlarging the digits for LeNet, a progress bar whose text is the same on
+every run and the loss/accuracy plot; the argument guards come last. The exercise checks are in
+companion/checks/training.py.
+"""
 
 import sys
 from collections.abc import Callable, Iterable
@@ -12,29 +19,11 @@ from torch import nn
 from torch.utils.data import TensorDataset
 from tqdm import tqdm
 
-from companion.exercises import passed, require
+from companion.plotting import COLUMN_WIDTH
 
 LossFunction = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 Batches = Iterable[tuple[torch.Tensor, torch.Tensor]]
 HISTORY_KEYS = ("train_loss", "test_loss", "test_accuracy")
-
-
-def count_parameters(model: nn.Module, trainable_only: bool = False) -> int:
-    """How many numbers the model learns: the elements of all its parameters, a shared one counted once."""
-    _check_model(model)
-    return sum(p.numel() for p in model.parameters() if p.requires_grad or not trainable_only)
-
-
-def resize_images(dataset: TensorDataset, size: int) -> TensorDataset:
-    """The same (images, labels) with every image enlarged to size x size by repeating pixels (mode 'nearest')."""
-    if not isinstance(dataset, TensorDataset) or len(dataset.tensors) != 2:
-        raise TypeError("dataset must be a TensorDataset(images, labels), e.g. from companion.data.digits_datasets()")
-    if isinstance(size, bool) or not isinstance(size, int) or size < 1:
-        raise ValueError(f"size must be a positive int such as 32, not {size!r}")
-    images, labels = dataset.tensors
-    if images.dim() != 4:
-        raise ValueError(f"images must have shape (N, channels, height, width), not {tuple(images.shape)}")
-    return TensorDataset(F.interpolate(images, size=size, mode="nearest"), labels)
 
 
 def train_one_epoch(
@@ -45,18 +34,7 @@ def train_one_epoch(
     `loss_fn` returns the mean over a batch (the default reduction). Batches go to the device of the model's
     parameters; the model is left in the mode it was in.
     """
-    _check_model(model)
-    _check_loss_fn(loss_fn)
-    if isinstance(optimizer, type):
-        raise TypeError("optimizer is a class: pass an instance, e.g. torch.optim.SGD(model.parameters(), lr=0.01)")
-    if not isinstance(optimizer, torch.optim.Optimizer):
-        raise TypeError(f"optimizer must be a torch.optim.Optimizer such as SGD, not {type(optimizer).__name__}")
-    in_optimizer = {id(p) for group in optimizer.param_groups for p in group["params"]}
-    if not any(id(p) in in_optimizer for p in model.parameters()):
-        raise ValueError(
-            "the optimizer holds none of this model's parameters: build it from this model, "
-            "torch.optim.SGD(model.parameters(), lr=0.01)"
-        )
+    _check_loop_arguments(model, optimizer, loss_fn)
     device = _device_of(model)
     was_training = model.training
     model.train()
@@ -65,7 +43,7 @@ def train_one_epoch(
         for inputs, targets in loader:
             inputs, targets = inputs.to(device), targets.to(device)
             optimizer.zero_grad()  # otherwise backward() adds this batch's gradient to the last one's
-            loss = loss_fn(model(inputs), targets)
+            loss = loss_fn(model(inputs), targets)  # shape (): the mean over the batch
             _check_scalar_loss(loss)
             loss.backward()
             optimizer.step()
@@ -73,8 +51,7 @@ def train_one_epoch(
             count += len(targets)
     finally:
         model.train(was_training)
-    if count == 0:
-        raise ValueError("the loader gave no batches: check that the dataset is not empty")
+    _check_not_empty(count)
     return total / count
 
 
@@ -90,22 +67,50 @@ def evaluate(model: nn.Module, loader: Batches, loss_fn: LossFunction = F.cross_
         with torch.no_grad():
             for inputs, targets in loader:
                 inputs, targets = inputs.to(device), targets.to(device)
-                outputs = model(inputs)
-                if outputs.dim() != 2 or targets.dim() != 1:
-                    raise ValueError(
-                        f"evaluate needs outputs of shape (N, classes) and targets of class indices, shape (N,); "
-                        f"got {tuple(outputs.shape)} and {tuple(targets.shape)} (one-hot targets: targets.argmax(1))"
-                    )
+                outputs = model(inputs)  # (N, classes)
+                _check_classification_batch(outputs, targets)
                 loss = loss_fn(outputs, targets)
                 _check_scalar_loss(loss)
                 total += loss.item() * len(targets)
-                correct += (outputs.argmax(dim=1) == targets).sum().item()
+                correct += (outputs.argmax(dim=1) == targets).sum().item()  # argmax over classes: (N,)
                 count += len(targets)
     finally:
         model.train(was_training)
-    if count == 0:
-        raise ValueError("the loader gave no batches: check that the dataset is not empty")
+    _check_not_empty(count)
     return total / count, correct / count
+
+
+def fit(
+    model: nn.Module,
+    train_loader: Batches,
+    test_loader: Batches,
+    optimizer: torch.optim.Optimizer,
+    loss_fn: LossFunction,
+    epochs: int,
+    progress: bool = True,
+) -> dict[str, list[float]]:
+    """Train for `epochs` epochs, evaluating after each; per-epoch train_loss, test_loss and test_accuracy lists."""
+    epochs = _check_epochs(epochs)
+    history = {key: [] for key in HISTORY_KEYS}
+    for _ in progress_bar(range(epochs), "epochs") if progress else range(epochs):
+        history["train_loss"].append(train_one_epoch(model, train_loader, optimizer, loss_fn))
+        test_loss, test_accuracy = evaluate(model, test_loader, loss_fn)
+        history["test_loss"].append(test_loss)
+        history["test_accuracy"].append(test_accuracy)
+    return history
+
+
+def count_parameters(model: nn.Module, trainable_only: bool = False) -> int:
+    """How many numbers the model learns: the elements of all its parameters, a shared one counted once."""
+    _check_model(model)
+    return sum(p.numel() for p in model.parameters() if p.requires_grad or not trainable_only)
+
+
+def resize_images(dataset: TensorDataset, size: int) -> TensorDataset:
+    """The same (images, labels) with every image enlarged to size x size by repeating pixels (mode 'nearest')."""
+    images, labels = _check_image_dataset(dataset)
+    size = _check_size(size)
+    return TensorDataset(F.interpolate(images, size=size, mode="nearest"), labels)  # (N, C, size, size)
 
 
 def progress_bar(iterable: Iterable, description: str, total: int | None = None) -> tqdm:
@@ -128,36 +133,10 @@ def progress_bar(iterable: Iterable, description: str, total: int | None = None)
     )
 
 
-def fit(
-    model: nn.Module,
-    train_loader: Batches,
-    test_loader: Batches,
-    optimizer: torch.optim.Optimizer,
-    loss_fn: LossFunction,
-    epochs: int,
-    progress: bool = True,
-) -> dict[str, list[float]]:
-    """Train for `epochs` epochs, evaluating after each; per-epoch train_loss, test_loss and test_accuracy lists."""
-    if isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 1:
-        raise ValueError(f"epochs must be a positive int such as 10, not {epochs!r}")
-    history = {key: [] for key in HISTORY_KEYS}
-    for _ in progress_bar(range(epochs), "epochs") if progress else range(epochs):
-        history["train_loss"].append(train_one_epoch(model, train_loader, optimizer, loss_fn))
-        test_loss, test_accuracy = evaluate(model, test_loader, loss_fn)
-        history["test_loss"].append(test_loss)
-        history["test_accuracy"].append(test_accuracy)
-    return history
-
-
 def plot_history(history: dict[str, list[float]]) -> Figure:
     """Loss (train and test) and test accuracy against the epoch, from the dict that `fit` returns."""
-    if not isinstance(history, dict) or set(history) != set(HISTORY_KEYS):
-        raise ValueError(f"history must be the dict that fit() returns, with the keys {list(HISTORY_KEYS)}")
-    lengths = {len(values) for values in history.values()}
-    if len(lengths) != 1 or 0 in lengths:
-        raise ValueError("history lists must be non-empty and of equal length, one value per epoch")
-    epochs = range(1, lengths.pop() + 1)
-    fig, (ax_loss, ax_accuracy) = plt.subplots(1, 2, figsize=(9.0, 3.4))
+    epochs = range(1, len(history["train_loss"]) + 1)
+    fig, (ax_loss, ax_accuracy) = plt.subplots(1, 2, figsize=(COLUMN_WIDTH, 2.8), layout="constrained")
     ax_loss.plot(epochs, history["train_loss"], marker="o", label="train / 训练")
     ax_loss.plot(epochs, history["test_loss"], marker="o", label="test / 测试")
     ax_loss.set_ylabel("loss / 损失")
@@ -169,8 +148,11 @@ def plot_history(history: dict[str, list[float]]) -> Figure:
         ax.set_xlabel("epoch / 轮")
         ax.set_xticks(list(epochs))
         ax.grid(alpha=0.3)
-    fig.tight_layout()
     return fig
+
+
+# Argument guards. Deliberately defensive: the loop functions are where a learner's own model, optimizer and loss
+# arrive, so each error names the fix.
 
 
 def _check_model(model) -> None:
@@ -188,128 +170,62 @@ def _check_loss_fn(loss_fn) -> None:
         raise TypeError(f"loss_fn must be callable, e.g. nn.CrossEntropyLoss(), not {type(loss_fn).__name__}")
 
 
+def _check_loop_arguments(model, optimizer, loss_fn) -> None:
+    _check_model(model)
+    _check_loss_fn(loss_fn)
+    if isinstance(optimizer, type):
+        raise TypeError("optimizer is a class: pass an instance, e.g. torch.optim.SGD(model.parameters(), lr=0.01)")
+    if not isinstance(optimizer, torch.optim.Optimizer):
+        raise TypeError(f"optimizer must be a torch.optim.Optimizer such as SGD, not {type(optimizer).__name__}")
+    in_optimizer = {id(p) for group in optimizer.param_groups for p in group["params"]}
+    if not any(id(p) in in_optimizer for p in model.parameters()):
+        raise ValueError(
+            "the optimizer holds none of this model's parameters: build it from this model, "
+            "torch.optim.SGD(model.parameters(), lr=0.01)"
+        )
+
+
 def _check_scalar_loss(loss) -> None:
     if not isinstance(loss, torch.Tensor) or loss.dim() != 0:
         shape = tuple(loss.shape) if isinstance(loss, torch.Tensor) else type(loss).__name__
         raise ValueError(f"loss_fn must return one number per batch (reduction='mean'), not {shape}")
 
 
+def _check_classification_batch(outputs: torch.Tensor, targets: torch.Tensor) -> None:
+    if outputs.dim() != 2 or targets.dim() != 1:
+        raise ValueError(
+            f"evaluate needs outputs of shape (N, classes) and targets of class indices, shape (N,); "
+            f"got {tuple(outputs.shape)} and {tuple(targets.shape)} (one-hot targets: targets.argmax(1))"
+        )
+
+
+def _check_not_empty(count: int) -> None:
+    if count == 0:
+        raise ValueError("the loader gave no batches: check that the dataset is not empty")
+
+
+def _check_epochs(epochs) -> int:
+    if isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 1:
+        raise ValueError(f"epochs must be a positive int such as 10, not {epochs!r}")
+    return epochs
+
+
+def _check_image_dataset(dataset) -> tuple[torch.Tensor, torch.Tensor]:
+    if not isinstance(dataset, TensorDataset) or len(dataset.tensors) != 2:
+        raise TypeError("dataset must be a TensorDataset(images, labels), e.g. from companion.data.digits_datasets()")
+    images, labels = dataset.tensors
+    if images.dim() != 4:
+        raise ValueError(f"images must have shape (N, channels, height, width), not {tuple(images.shape)}")
+    return images, labels
+
+
+def _check_size(size) -> int:
+    if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+        raise ValueError(f"size must be a positive int such as 32, not {size!r}")
+    return size
+
+
 def _device_of(model: nn.Module) -> torch.device | None:
     """The device of the model's first parameter (None for a model without parameters: batches stay put)."""
     first = next(model.parameters(), None)
     return None if first is None else first.device
-
-
-def _step_case() -> tuple[nn.Module, torch.optim.Optimizer, list[tuple[torch.Tensor, torch.Tensor]]]:
-    """A small model, its SGD optimizer and three batches, identical on every call (global RNG untouched)."""
-    generator = torch.Generator().manual_seed(5)
-    with torch.random.fork_rng(devices=[]):  # building layers draws default weights from the global generator
-        model = nn.Sequential(nn.Linear(4, 6), nn.ReLU(), nn.Linear(6, 3))
-    with torch.no_grad():
-        for p in model.parameters():
-            p.copy_(torch.randn(p.shape, generator=generator) * 0.5)
-    batches = [(torch.randn(8, 4, generator=generator), torch.randint(0, 3, (8,), generator=generator)) for _ in "abc"]
-    return model, torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9), batches
-
-
-def _reference_parameters(clear_gradients: bool) -> tuple[list[torch.Tensor], list[float]]:
-    """Parameters after three steps on `_step_case()`, and the loss of each step; optionally never zero_grad."""
-    model, optimizer, batches = _step_case()
-    losses = []
-    for inputs, targets in batches:
-        if clear_gradients:
-            optimizer.zero_grad()
-        loss = F.cross_entropy(model(inputs), targets)
-        loss.backward()
-        optimizer.step()
-        losses.append(loss.item())
-    return [p.detach().clone() for p in model.parameters()], losses
-
-
-def check_training_step(train_step: Callable) -> None:
-    """Self-check: `train_step(model, optimizer, loss_fn, inputs, targets)` must make one correct SGD step."""
-    require(callable(train_step), "Pass the function itself: check_training_step(train_step), without ().")
-    want, want_losses = _reference_parameters(clear_gradients=True)
-    accumulated, _ = _reference_parameters(clear_gradients=False)
-    model, optimizer, batches = _step_case()
-    before = [p.detach().clone() for p in model.parameters()]
-    results = [train_step(model, optimizer, nn.CrossEntropyLoss(), inputs, targets) for inputs, targets in batches[:1]]
-    require(
-        isinstance(results[0], float),
-        f"train_step returned {type(results[0]).__name__}; return loss.item(), a Python float "
-        "(a tensor would keep the whole graph of the step alive).",
-    )
-    require(
-        not all(torch.equal(a, b) for a, b in zip(before, model.parameters(), strict=True)),
-        "One step left the parameters unchanged: optimizer.step() needs the gradients, so it comes after "
-        "loss.backward(), and zero_grad() must not sit between backward() and step().",
-    )
-    require(
-        abs(results[0] - want_losses[0]) < 1e-6,
-        f"train_step returned {results[0]:.4f}, but the loss of the batch before the step is {want_losses[0]:.4f}: "
-        "return the loss you called backward() on.",
-    )
-    results += [train_step(model, optimizer, nn.CrossEntropyLoss(), inputs, targets) for inputs, targets in batches[1:]]
-    got = [p.detach() for p in model.parameters()]
-    if not all(torch.allclose(a, b, atol=1e-6) for a, b in zip(got, want, strict=True)):
-        require(
-            not all(torch.allclose(a, b, atol=1e-6) for a, b in zip(got, accumulated, strict=True)),
-            "Gradients add up from call to call: backward() adds to .grad, so call optimizer.zero_grad() "
-            "before loss.backward() in every step.",
-        )
-        require(
-            False,
-            "After three steps the parameters differ from the reference: the order is zero_grad, forward, "
-            "loss, backward, step, on the model, optimizer and batch you are given.",
-        )
-    passed("three steps give the same parameters as zero_grad -> forward -> loss -> backward -> step")
-
-
-def _predict_case() -> tuple[nn.Module, torch.Tensor]:
-    """A model with BatchNorm and Dropout (in training mode, as during training) and a batch of inputs."""
-    generator = torch.Generator().manual_seed(6)
-    with torch.random.fork_rng(devices=[]):
-        model = nn.Sequential(nn.Linear(4, 16), nn.BatchNorm1d(16), nn.ReLU(), nn.Dropout(0.5), nn.Linear(16, 3))
-    with torch.no_grad():
-        for p in model.parameters():
-            p.copy_(torch.randn(p.shape, generator=generator))
-        model[1].running_mean.copy_(torch.randn(16, generator=generator))
-        model[1].running_var.copy_(torch.rand(16, generator=generator) + 0.5)
-    return model.train(), torch.randn(12, 4, generator=generator)
-
-
-def check_predict(predict: Callable) -> None:
-    """Self-check: `predict(model, inputs)` must return class indices from evaluation mode, without autograd."""
-    require(callable(predict), "Pass the function itself: check_predict(predict), without ().")
-    model, inputs = _predict_case()
-    want = model.eval()(inputs).argmax(dim=1)
-    model.train()
-    buffers = [b.clone() for b in model.buffers()]
-    grad_modes = []
-    model.register_forward_hook(lambda module, args, output: grad_modes.append(torch.is_grad_enabled()))
-    got = predict(model, inputs)
-    require(isinstance(got, torch.Tensor), f"predict should return a tensor, not {type(got).__name__}.")
-    require(
-        got.shape == want.shape and got.dtype == torch.int64,
-        f"predict returned shape {tuple(got.shape)} and {got.dtype}; return one class index per sample: "
-        "outputs.argmax(dim=1).",
-    )
-    require(
-        all(torch.equal(a, b) for a, b in zip(buffers, model.buffers(), strict=True)),
-        "BatchNorm's running statistics changed: the forward pass ran in training mode; call model.eval() first.",
-    )
-    require(
-        torch.equal(got, want),
-        "The predictions differ from the model's evaluation-mode predictions: call model.eval() before the "
-        "forward pass, so Dropout keeps every value.",
-    )
-    require(
-        grad_modes and not any(grad_modes),
-        "The forward pass recorded a graph for autograd: run it inside `with torch.no_grad():`.",
-    )
-    require(
-        model.training,
-        "predict left the model in evaluation mode, so training would go on without Dropout: remember "
-        "was_training = model.training, and call model.train(was_training) before returning.",
-    )
-    passed("evaluation mode, no graph, and the model is back in the mode it was in")

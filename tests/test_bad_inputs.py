@@ -34,6 +34,8 @@ from companion import (
     training,
 )
 from companion.checkpoint import CheckpointError
+from companion.checks import data as checks_data
+from companion.checks import training as checks_training
 from companion.exercises import WrongAnswer
 
 MODULES = [
@@ -57,6 +59,7 @@ MODULES = [
 NO_BAD_INPUT = {
     "exercises.WrongAnswer": "an exception class: any message is a valid hint",
     "exercises.passed": "prints whatever it is given as the pass line",
+    "training.plot_history": "exempt: a plot helper the lesson calls only with the history that fit() returns",
     "checkpoint.CheckpointError": "an exception class raised by load_checkpoint; any message is valid",
     "checkpoint.harmless_payload": "stands in for an attacker's code inside a pickle: records any note by design",
     "checkpoint.PartialLoadReport": "a result record that load_partial_state_dict fills in",
@@ -206,6 +209,25 @@ BAD_CALLS = [
         TypeError,
         "seed must be an int such as 0",
         id="data.digits_datasets-str-seed",
+    ),
+    pytest.param(
+        data.NoisyIndices, (0,), {}, ValueError, "length must be a positive int such as 8", id="data.NoisyIndices-zero"
+    ),
+    pytest.param(
+        data.reseed_worker,
+        (0,),
+        {},
+        RuntimeError,
+        "pass it as DataLoader(worker_init_fn=...)",
+        id="data.reseed_worker-outside-a-worker",
+    ),
+    pytest.param(
+        checks_data.check_pad_collate,
+        ([],),
+        {},
+        WrongAnswer,
+        "Pass the function itself: check_pad_collate(pad_collate), without ().",
+        id="checks.data.check_pad_collate-called",
     ),
     # scatter ------------------------------------------------------------------------------------------------------
     pytest.param(
@@ -1213,36 +1235,20 @@ BAD_CALLS = [
         id="training.fit-optimizer-class",
     ),
     pytest.param(
-        training.plot_history,
-        ({"loss": [1.0]},),
-        {},
-        ValueError,
-        "history must be the dict that fit() returns, with the keys ['train_loss', 'test_loss', 'test_accuracy']",
-        id="training.plot_history-wrong-keys",
-    ),
-    pytest.param(
-        training.plot_history,
-        ({**HISTORY, "test_accuracy": [0.5]},),
-        {},
-        ValueError,
-        "non-empty and of equal length, one value per epoch",
-        id="training.plot_history-unequal-lengths",
-    ),
-    pytest.param(
-        training.check_training_step,
+        checks_training.check_accumulated_step,
         (0.25,),
         {},
         WrongAnswer,
-        "Pass the function itself: check_training_step(train_step), without ().",
-        id="training.check_training_step-called",
+        "Pass the function itself: check_accumulated_step(accumulated_step), without ().",
+        id="checks.training.check_accumulated_step-called",
     ),
     pytest.param(
-        training.check_predict,
+        checks_training.check_predict,
         (TARGET,),
         {},
         WrongAnswer,
         "Pass the function itself: check_predict(predict), without ().",
-        id="training.check_predict-called",
+        id="checks.training.check_predict-called",
     ),
     # optim --------------------------------------------------------------------------------------------------------
     pytest.param(

@@ -1,11 +1,17 @@
-"""companion.data: the digits split is real, complete, disjoint, repeatable and leaves the global RNG alone."""
+"""companion.data: the digits split is real, complete, disjoint, repeatable and leaves the global RNG alone; the
+lesson's worker pieces behave as lesson 07 says; the collate_fn check rejects the typical mistakes."""
+
+import re
 
 import numpy as np
 import pytest
 import torch
 from sklearn.datasets import load_digits
+from torch.utils.data import DataLoader
 
-from companion.data import digits_datasets
+from companion.checks.data import EXERCISES, check_pad_collate
+from companion.data import NoisyIndices, digits_datasets, reseed_worker
+from companion.exercises import WrongAnswer
 
 
 def test_digits_are_scaled_images_with_labels():
@@ -46,3 +52,79 @@ def test_split_does_not_touch_the_global_random_state():
 def test_bad_test_fraction_names_the_range(fraction):
     with pytest.raises(ValueError, match="between 0 and 1"):
         digits_datasets(test_fraction=fraction)
+
+
+# The lesson's worker pieces: NoisyIndices and reseed_worker
+
+
+def noisy_batches(num_workers: int, worker_init_fn=None, seed: int = 0) -> list[list]:
+    loader = DataLoader(
+        NoisyIndices(8),
+        batch_size=2,
+        shuffle=True,
+        num_workers=num_workers,
+        worker_init_fn=worker_init_fn,
+        generator=torch.Generator().manual_seed(seed),
+    )
+    return [[column.tolist() for column in batch] for batch in loader]
+
+
+def test_noisy_indices_gives_each_index_with_two_draws():
+    dataset = NoisyIndices(3, seed=1)
+    samples = [dataset[i] for i in range(3)]
+    assert [i for i, _, _ in samples] == [0, 1, 2]
+    assert all(0 <= a < 1 and 0 <= b < 1 for _, a, b in samples)
+    assert [i for i, _, _ in dataset] == [0, 1, 2]  # iterable through __getitem__, until IndexError
+    with pytest.raises(IndexError, match="out of range for 3 samples"):
+        dataset[3]
+
+
+def test_without_a_worker_init_fn_every_worker_repeats_the_datasets_own_draws():
+    batches = noisy_batches(num_workers=2)
+    assert sorted(i for batch in batches for i in batch[0]) == list(range(8))
+    own = [batch[2] for batch in batches]
+    assert own[0] == own[1] and own[2] == own[3]  # batches alternate between the two workers
+    torch_draws = [batch[1] for batch in batches]
+    assert torch_draws[0] != torch_draws[1]  # PyTorch seeds torch differently in each worker
+
+
+def test_reseed_worker_gives_each_worker_its_own_draws_repeatably():
+    batches = noisy_batches(num_workers=2, worker_init_fn=reseed_worker)
+    own = [batch[2] for batch in batches]
+    assert own[0] != own[1] and own[2] != own[3]
+    assert noisy_batches(num_workers=2, worker_init_fn=reseed_worker) == batches
+    assert noisy_batches(num_workers=2, worker_init_fn=reseed_worker, seed=1) != batches
+
+
+def test_the_order_of_the_samples_does_not_depend_on_the_workers():
+    orders = [[batch[0] for batch in noisy_batches(workers)] for workers in (0, 2)]
+    assert orders[0] == orders[1]
+
+
+def test_reseed_worker_outside_a_worker_names_the_fix():
+    with pytest.raises(RuntimeError, match="worker_init_fn"):
+        reseed_worker(0)
+
+
+@pytest.mark.parametrize("length", [0, -1, 2.0, True])
+def test_noisy_indices_needs_a_positive_int_length(length):
+    with pytest.raises(ValueError, match="positive int"):
+        NoisyIndices(length)
+
+
+# The exercise check (its EXERCISES table is also run by tests/test_checks.py)
+
+
+def test_check_pad_collate_passes_the_reference_and_names_each_mistake(capsys):
+    (exercise,) = EXERCISES
+    exercise.check(exercise.reference)
+    assert capsys.readouterr().out.startswith("✓ Correct / 正确: ")
+    for mistake in exercise.mistakes:
+        with pytest.raises(WrongAnswer, match=re.escape(mistake.hint)) as caught:
+            exercise.check(mistake.answer)
+        assert "提示：" in str(caught.value)
+
+
+def test_check_pad_collate_rejects_a_call_with_parentheses():
+    with pytest.raises(WrongAnswer, match=re.escape("without ()")):
+        check_pad_collate([])

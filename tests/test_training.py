@@ -13,12 +13,11 @@ from hypothesis import strategies as st
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
+from companion.checks.training import EXERCISES, check_accumulated_step, check_predict
 from companion.data import digits_datasets
 from companion.exercises import WrongAnswer
-from companion.plotting import use_course_style
+from companion.plotting import COLUMN_WIDTH, use_course_style
 from companion.training import (
-    check_predict,
-    check_training_step,
     count_parameters,
     evaluate,
     fit,
@@ -389,27 +388,27 @@ def test_plot_history_draws_the_history():
     assert list(test_line.get_ydata()) == history["test_loss"]
     assert list(ax_accuracy.get_lines()[0].get_ydata()) == pytest.approx([30, 60, 90])
     assert "损失" in ax_loss.get_ylabel() and "轮" in ax_accuracy.get_xlabel()
+    assert fig.get_figwidth() <= COLUMN_WIDTH
     plt.close(fig)
 
 
-@pytest.mark.parametrize(
-    "history",
-    [
-        [1.0, 2.0],
-        {"train_loss": [1.0], "test_loss": [1.0]},
-        {"train_loss": [1.0, 0.5], "test_loss": [1.0], "test_accuracy": [0.5]},
-        {"train_loss": [], "test_loss": [], "test_accuracy": []},
-    ],
-)
-def test_plot_history_rejects_what_fit_does_not_return(history):
-    with pytest.raises(ValueError, match="fit|one value per epoch"):
-        plot_history(history)
+# exercise checks (each EXERCISES row is also run by tests/test_checks.py)
 
 
-# exercise checks
+@pytest.mark.parametrize("exercise", EXERCISES, ids=lambda exercise: exercise.check.__name__)
+def test_each_reference_passes_and_each_typical_mistake_gets_its_own_hint(exercise, capsys):
+    exercise.check(exercise.reference)
+    assert capsys.readouterr().out.startswith("✓ Correct / 正确: ")
+    for mistake in exercise.mistakes:
+        with pytest.raises(WrongAnswer, match=re.escape(mistake.hint)) as caught:
+            exercise.check(mistake.answer)
+        assert "提示：" in str(caught.value), f"{mistake.what}: the hint needs its Chinese line"
 
 
-def right_step(model, optimizer, loss_fn, inputs, targets):
+def accumulated_step(model, optimizer, loss_fn, micro_batches):
+    """The answer a learner may write: the mean over the whole batch as one concatenated loss."""
+    inputs = torch.cat([x for x, _ in micro_batches])
+    targets = torch.cat([y for _, y in micro_batches])
     optimizer.zero_grad()
     loss = loss_fn(model(inputs), targets)
     loss.backward()
@@ -417,166 +416,54 @@ def right_step(model, optimizer, loss_fn, inputs, targets):
     return loss.item()
 
 
-def zero_grad_at_the_end(model, optimizer, loss_fn, inputs, targets):
-    loss = loss_fn(model(inputs), targets)
-    loss.backward()
-    optimizer.step()
-    optimizer.zero_grad()
-    return loss.item()
+def test_check_accumulated_step_accepts_one_step_on_the_concatenated_batch(capsys):
+    check_accumulated_step(accumulated_step)  # the same gradient, to rounding: accepted
+    assert "✓ Correct" in capsys.readouterr().out
 
 
-def test_check_training_step_passes_right_answers(capsys):
-    check_training_step(right_step)
-    check_training_step(zero_grad_at_the_end)  # also correct: the gradients start cleared in every step
-    assert capsys.readouterr().out.count("✓ Correct / 正确: three steps") == 2
+def test_check_accumulated_step_rejects_a_call_with_parentheses():
+    with pytest.raises(WrongAnswer, match=re.escape("without ()")):
+        check_accumulated_step(0.5)
 
 
-def no_zero_grad(model, optimizer, loss_fn, inputs, targets):
-    loss = loss_fn(model(inputs), targets)
-    loss.backward()
-    optimizer.step()
-    return loss.item()
+def test_check_accumulated_step_rejects_an_unknown_wrong_step_with_the_recipe():
+    def too_big_a_step(model, optimizer, loss_fn, micro_batches):
+        loss = accumulated_step(model, optimizer, loss_fn, micro_batches)
+        with torch.no_grad():
+            for p in model.parameters():
+                p.mul_(1.01)
+        return loss
+
+    with pytest.raises(WrongAnswer, match="differ from one step on the whole batch"):
+        check_accumulated_step(too_big_a_step)
 
 
-def step_before_backward(model, optimizer, loss_fn, inputs, targets):
-    optimizer.zero_grad()
-    loss = loss_fn(model(inputs), targets)
-    optimizer.step()
-    loss.backward()
-    return loss.item()
-
-
-def zero_grad_before_step(model, optimizer, loss_fn, inputs, targets):
-    loss = loss_fn(model(inputs), targets)
-    loss.backward()
-    optimizer.zero_grad()
-    optimizer.step()
-    return loss.item()
-
-
-def returns_the_tensor(model, optimizer, loss_fn, inputs, targets):
-    optimizer.zero_grad()
-    loss = loss_fn(model(inputs), targets)
-    loss.backward()
-    optimizer.step()
-    return loss
-
-
-def returns_the_loss_after_the_step(model, optimizer, loss_fn, inputs, targets):
-    right_step(model, optimizer, loss_fn, inputs, targets)
-    return loss_fn(model(inputs), targets).item()
-
-
-def steps_twice(model, optimizer, loss_fn, inputs, targets):
-    loss = right_step(model, optimizer, loss_fn, inputs, targets)
-    optimizer.step()
-    return loss
-
-
-@pytest.mark.parametrize(
-    ("wrong", "hint"),
-    [
-        (no_zero_grad, "call optimizer.zero_grad"),
-        (step_before_backward, "comes after loss.backward"),
-        (zero_grad_before_step, "must not sit between"),
-        (returns_the_tensor, "return loss.item"),
-        (returns_the_loss_after_the_step, "before the step"),
-        (steps_twice, "differ from the reference"),
-        ("train_step", "without ()"),
-    ],
-)
-def test_check_training_step_rejects_wrong_answers_with_a_hint(wrong, hint):
-    with pytest.raises(WrongAnswer, match=re.escape(hint)):
-        check_training_step(wrong)
-
-
-def test_check_training_step_leaves_the_global_random_state_alone():
+def test_the_checks_leave_the_global_random_state_alone():
+    (accumulation, prediction) = EXERCISES
     torch.manual_seed(0)
     expected = torch.rand(3)
     torch.manual_seed(0)
-    check_training_step(right_step)
+    check_accumulated_step(accumulation.reference)
+    check_predict(prediction.reference)
+    for mistake in prediction.mistakes:  # wrong answers that keep Dropout on draw random numbers
+        with pytest.raises(WrongAnswer):
+            check_predict(mistake.answer)
     assert torch.equal(torch.rand(3), expected)
 
 
-def right_predict(model, inputs):
-    was_training = model.training
-    model.eval()
-    with torch.no_grad():
-        classes = model(inputs).argmax(dim=1)
-    model.train(was_training)
-    return classes
+def test_check_predict_calls_predict_on_a_model_in_evaluation_mode_too():
+    modes = []
+
+    def recording_predict(model, inputs):
+        modes.append(model.training)
+        return EXERCISES[1].reference(model, inputs)
+
+    check_predict(recording_predict)
+    assert modes == [True, False]
 
 
-def test_check_predict_passes_a_right_answer(capsys):
-    check_predict(right_predict)
-    assert capsys.readouterr().out.startswith("✓ Correct / 正确: evaluation mode, no graph")
-
-
-def no_eval(model, inputs):
-    with torch.no_grad():
-        return model(inputs).argmax(dim=1)
-
-
-def no_no_grad(model, inputs):
-    was_training = model.training
-    model.eval()
-    classes = model(inputs).argmax(dim=1)
-    model.train(was_training)
-    return classes
-
-
-def not_restored(model, inputs):
-    model.eval()
-    with torch.no_grad():
-        return model(inputs).argmax(dim=1)
-
-
-def returns_logits(model, inputs):
-    was_training = model.training
-    model.eval()
-    with torch.no_grad():
-        logits = model(inputs)
-    model.train(was_training)
-    return logits
-
-
-def eval_after_the_forward_pass(model, inputs):
-    with torch.no_grad():
-        classes = model(inputs).argmax(dim=1)
-    model.eval()
-    return classes
-
-
-def train_mode_buffers_restored(model, inputs):
-    saved = {k: v.clone() for k, v in model.state_dict().items()}
-    with torch.no_grad():
-        classes = model(inputs).argmax(dim=1)
-    model.load_state_dict(saved)
-    return classes
-
-
-@pytest.mark.parametrize(
-    ("wrong", "hint"),
-    [
-        (no_eval, "call model.eval()"),
-        (eval_after_the_forward_pass, "call model.eval()"),
-        (train_mode_buffers_restored, "so Dropout keeps every value"),
-        (no_no_grad, "torch.no_grad()"),
-        (not_restored, "model.train(was_training)"),
-        (returns_logits, "argmax(dim=1)"),
-        (lambda model, inputs: right_predict(model, inputs).tolist(), "should return a tensor"),
-        ("predict", "without ()"),
-    ],
-)
-def test_check_predict_rejects_wrong_answers_with_a_hint(wrong, hint):
-    torch.manual_seed(0)  # the wrong answers that keep Dropout on draw from the global generator
-    with pytest.raises(WrongAnswer, match=re.escape(hint)):
-        check_predict(wrong)
-
-
-def test_check_predict_leaves_the_global_random_state_alone():
-    torch.manual_seed(0)
-    expected = torch.rand(3)
-    torch.manual_seed(0)
-    check_predict(right_predict)
-    assert torch.equal(torch.rand(3), expected)
+def test_check_predict_rejects_a_list_and_a_call_with_parentheses():
+    with pytest.raises(WrongAnswer, match="should return a tensor"):
+        check_predict(lambda model, inputs: EXERCISES[1].reference(model, inputs).tolist())
+    with pytest.raises(WrongAnswer, match=re.escape("without ()")):
+        check_predict("predict")
