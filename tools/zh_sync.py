@@ -24,8 +24,9 @@ ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
 
 
-def english_hash(text: str) -> str:
+def english_hash(text: str | list[str]) -> str:
     """The short hash a Chinese cell records of its English twin's source."""
+    text = "".join(text) if isinstance(text, list) else text
     return hashlib.sha256(text.strip().encode("utf-8")).hexdigest()[:12]
 
 
