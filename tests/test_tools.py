@@ -29,3 +29,31 @@ def test_tidy_notebook_rewrites_only_tracebacks(tmp_path):
     assert outputs[0].traceback == ["Cell In[1]", "File torch/__init__.py:2963, in __getattr__(name)"]
     assert outputs[1].text == stream.text
     assert tidy_notebook(path) == 0
+
+
+def test_anatomy_sorts_lines_into_kinds():
+    import anatomy
+
+    module = '''import torch
+
+
+def taught(x):
+    if x < 0:
+        raise ValueError("x must be at least 0")
+    return x * 2
+
+
+def _hint_case():
+    return 3
+
+
+def check_taught(f):
+    return f(_hint_case())
+
+
+def plot_taught():
+    return None
+'''
+    counts = anatomy.classify("companion/example.py", module)
+    assert counts == {"reference": 3, "validation": 2, "checkers": 4, "plots": 2}  # import, def, return
+    assert anatomy.classify("companion/checks/example.py", module) == {"checkers": 14}
