@@ -1,13 +1,13 @@
-"""Lesson 02: cross-entropy from first principles, a picture of the loss of one sample, and the exercise checks."""
+"""Lesson 04: cross-entropy written out step by step, and a picture of the loss of one sample.
 
-from collections.abc import Callable
+The exercise self-checks live apart, in companion/checks/losses.py.
+"""
 
 import matplotlib.pyplot as plt
 import torch
-import torch.nn.functional as F
 from matplotlib.figure import Figure
 
-from companion.exercises import passed, require
+from companion._validate import require_number, require_tensor
 
 REDUCTIONS = ("none", "sum", "mean")
 INDEX_DTYPES = (torch.int64, torch.uint8)  # what F.cross_entropy accepts as class indices ("Long or Byte")
@@ -19,10 +19,9 @@ def log_softmax_reference(logits: torch.Tensor, dim: int = 1) -> torch.Tensor:
     log_softmax(x)_i = x_i - log(sum_j exp(x_j)) = (x_i - m) - log(sum_j exp(x_j - m)) for any m; with m = max(x)
     every exp(x_j - m) lies in (0, 1], so nothing overflows, and the largest term is exactly 1, so the sum is >= 1.
     """
-    if not isinstance(logits, torch.Tensor) or not logits.is_floating_point():
-        raise TypeError("logits must be a floating-point tensor: pass logits.float()")
-    shifted = logits - logits.amax(dim=dim, keepdim=True)
-    return shifted - shifted.exp().sum(dim=dim, keepdim=True).log()
+    require_tensor(logits, "logits", floating=True)
+    shifted = logits - logits.amax(dim=dim, keepdim=True)  # the maximum, size 1 along dim: broadcasts back
+    return shifted - shifted.exp().sum(dim=dim, keepdim=True).log()  # the sum, size 1 along dim
 
 
 def cross_entropy_reference(
@@ -42,28 +41,27 @@ def cross_entropy_reference(
     if logits.dim() == 1:  # one sample without a batch dimension: make it a batch of one
         loss = cross_entropy_reference(
             logits.unsqueeze(0), target.unsqueeze(0), weight, ignore_index, reduction, label_smoothing
-        )
-        return loss.squeeze(0)
+        )  # (C,) -> (1, C)
+        return loss.squeeze(0)  # reduction="none": (1,) -> (); otherwise already ()
     num_classes = logits.shape[1]
-    log_probs = log_softmax_reference(logits, dim=1)
+    log_probs = log_softmax_reference(logits, dim=1)  # (N, C, d1, ...)
     class_weight = torch.ones(num_classes, dtype=log_probs.dtype) if weight is None else weight.to(log_probs.dtype)
-    # Shape (1, C, 1, ...) so that it multiplies dimension 1 of log_probs.
-    weight_per_class = class_weight.reshape(1, num_classes, *[1] * (logits.dim() - 2))
+    weight_per_class = class_weight.reshape(1, num_classes, *[1] * (logits.dim() - 2))  # (C,) -> (1, C, 1, ...)
 
     if target.is_floating_point():  # probabilities: no ignore_index, and the mean divides by the sample count
         smoothed = target * (1 - label_smoothing) + label_smoothing / num_classes
-        losses = -(weight_per_class * smoothed * log_probs).sum(dim=1)
+        losses = -(weight_per_class * smoothed * log_probs).sum(dim=1)  # (N, C, d1, ...) -> (N, d1, ...)
         return _reduce(losses, reduction, denominator=losses.numel())
 
-    keep = target != ignore_index
+    keep = target != ignore_index  # (N, d1, ...)
     safe_target = target.long().where(keep, 0)  # any valid class: the ignored positions are zeroed below
-    true_log_prob = log_probs.gather(1, safe_target.unsqueeze(1)).squeeze(1)  # gather, as in lesson 01
-    target_weight = class_weight[safe_target] * keep  # w[y_n], or 0 where ignored
+    true_log_prob = log_probs.gather(1, safe_target.unsqueeze(1)).squeeze(1)  # (N, 1, d1, ...) -> (N, d1, ...)
+    target_weight = class_weight[safe_target] * keep  # w[y_n], or 0 where ignored: (N, d1, ...)
     nll = -target_weight * true_log_prob
     # Label smoothing mixes in sum_c w_c * (-log p_c) / C, the uniform target's loss, also zero where ignored.
-    uniform = -(weight_per_class * log_probs).sum(dim=1) / num_classes * keep
+    uniform = -(weight_per_class * log_probs).sum(dim=1) / num_classes * keep  # (N, C, ...) -> (N, ...)
     losses = (1 - label_smoothing) * nll + label_smoothing * uniform
-    return _reduce(losses, reduction, denominator=target_weight.sum())
+    return _reduce(losses, reduction, denominator=target_weight.sum())  # the sum of the kept weights
 
 
 def _reduce(losses: torch.Tensor, reduction: str, denominator: torch.Tensor | int) -> torch.Tensor:
@@ -71,12 +69,15 @@ def _reduce(losses: torch.Tensor, reduction: str, denominator: torch.Tensor | in
     if reduction == "none":
         return losses
     if reduction == "sum":
-        return losses.sum()
+        return losses.sum()  # over every element: ()
     return losses.sum() / denominator
 
 
+# Argument checks: below the taught code. They reject what F.cross_entropy rejects (and a few things it accepts
+# silently), each with a message that says what to pass instead.
+
+
 def _check_cross_entropy_args(logits, target, weight, ignore_index, reduction, label_smoothing) -> None:
-    """Reject arguments F.cross_entropy rejects (and a few it accepts silently), saying what to pass instead."""
     if not isinstance(logits, torch.Tensor) or not isinstance(target, torch.Tensor):
         raise TypeError("logits and target must be tensors, e.g. torch.randn(4, 5) and torch.tensor([3, 3, 3, 0])")
     if not logits.is_floating_point():
@@ -85,10 +86,7 @@ def _check_cross_entropy_args(logits, target, weight, ignore_index, reduction, l
         raise ValueError("logits need a class dimension: pass shape (N, C), or (C,) for one sample")
     if reduction not in REDUCTIONS:
         raise ValueError(f"reduction must be 'mean', 'sum' or 'none', not {reduction!r}")
-    if isinstance(label_smoothing, bool) or not isinstance(label_smoothing, int | float):
-        raise TypeError(f"label_smoothing must be a number, not {type(label_smoothing).__name__}")
-    if not 0.0 <= label_smoothing <= 1.0:
-        raise ValueError(f"label_smoothing must be in [0, 1] (0 means none), not {label_smoothing}")
+    require_number(label_smoothing, "label_smoothing", 0.0, 1.0)
     num_classes = logits.shape[1] if logits.dim() > 1 else logits.shape[0]
     if weight is not None:
         if not isinstance(weight, torch.Tensor) or not weight.is_floating_point():
@@ -122,27 +120,21 @@ def _check_cross_entropy_args(logits, target, weight, ignore_index, reduction, l
         )
 
 
+# The picture. Called only with the lesson's own arguments, so these two have no argument checks of their own.
+
+
 def loss_vs_true_logit(true_logits: torch.Tensor, num_classes: int = 3, label_smoothing: float = 0.0) -> torch.Tensor:
     """The loss of one sample of class 0 whose logits are [z, 0, ..., 0], for each z in `true_logits`."""
-    if not isinstance(true_logits, torch.Tensor):  # an integer tensor gets cross_entropy's own hint below
-        raise TypeError(
-            "true_logits must be a floating-point tensor of z values, e.g. torch.linspace(-4.0, 10.0, 15), "
-            f"not {type(true_logits).__name__}"
-        )
-    if isinstance(num_classes, bool) or not isinstance(num_classes, int) or num_classes < 1:
-        raise ValueError(f"num_classes must be a positive int such as 3, not {num_classes!r}")
-    logits = torch.zeros(len(true_logits), num_classes, dtype=true_logits.dtype)
+    logits = torch.zeros(len(true_logits), num_classes, dtype=true_logits.dtype)  # (Z, C)
     logits[:, 0] = true_logits
-    target = torch.zeros(len(true_logits), dtype=torch.long)
+    target = torch.zeros(len(true_logits), dtype=torch.long)  # (Z,)
     return cross_entropy_reference(logits, target, reduction="none", label_smoothing=label_smoothing)
 
 
 def plot_loss_vs_true_logit(num_classes: int = 3, smoothings: tuple[float, ...] = (0.0, 0.1, 0.3)) -> Figure:
     """Plot the loss of one sample against its true-class logit, one curve per label smoothing, minima marked."""
-    if not isinstance(smoothings, tuple | list):
-        raise TypeError(f"smoothings must be a tuple of label_smoothing values, e.g. (0.0, 0.1), not {smoothings!r}")
     z = torch.linspace(-4.0, 10.0, 1401, dtype=torch.float64)
-    fig, ax = plt.subplots()
+    fig, ax = plt.subplots(figsize=(6.4, 3.6), layout="constrained")
     for smoothing in smoothings:
         loss = loss_vs_true_logit(z, num_classes, smoothing)
         (line,) = ax.plot(z, loss, label=f"label_smoothing = {smoothing:g}")
@@ -155,117 +147,4 @@ def plot_loss_vs_true_logit(num_classes: int = 3, smoothings: tuple[float, ...] 
     ax.set_title("Cross-entropy of one sample / 单个样本的交叉熵")
     ax.set_ylim(bottom=0)
     ax.legend()
-    fig.tight_layout()
     return fig
-
-
-def _batches(seed: int) -> list[tuple[torch.Tensor, torch.Tensor]]:
-    """Exercise cases: (logits, target) pairs, one with logits so large that log(softmax(...)) gives -inf."""
-    generator = torch.Generator().manual_seed(seed)
-    return [
-        (torch.tensor([[2.0, 1.0, 0.1]]), torch.tensor([0])),
-        (torch.randn(4, 5, generator=generator), torch.tensor([3, 3, 3, 0])),
-        (torch.randn(16, 10, generator=generator) * 3, torch.randint(0, 10, (16,), generator=generator)),
-        (torch.tensor([[1000.0, 0.0], [0.0, 1000.0], [5.0, 0.0]]), torch.tensor([1, 0, 0])),
-    ]
-
-
-def _close(a: torch.Tensor, b: torch.Tensor) -> bool:
-    """Equal up to float32 rounding, nan equal to nan."""
-    return torch.allclose(a.double(), b.double(), rtol=1e-4, atol=1e-5, equal_nan=True)
-
-
-def check_mean_cross_entropy(mean_cross_entropy: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]) -> None:
-    """Self-check: `mean_cross_entropy(logits, target)` must equal F.cross_entropy(logits, target)."""
-    require(
-        callable(mean_cross_entropy),
-        "Pass the function itself: check_mean_cross_entropy(mean_cross_entropy), without ().",
-    )
-    for logits, target in _batches(seed=2):
-        got = mean_cross_entropy(logits, target)
-        want = F.cross_entropy(logits, target)
-        where = f"mean_cross_entropy(<logits {tuple(logits.shape)}>, {target.tolist()})"
-        n, c = logits.shape
-        require(isinstance(got, torch.Tensor), f"{where} should return a tensor, not {type(got).__name__}.")
-        require(
-            got.shape == (),
-            f"{where} has shape {tuple(got.shape)}: return one number, the mean over the batch (.mean()).",
-        )
-        require(
-            bool(got.isfinite()),
-            f"{where} is {got.item()}: log(softmax(...)) underflows to -inf for large logits; "
-            "use F.log_softmax(logits, dim=1).",
-        )
-        require(
-            not _close(got, -want),
-            f"{where} has the wrong sign: the loss is minus the log-probability of the true class.",
-        )
-        require(
-            not _close(got, want * n) or n == 1,
-            f"{where} is the sum over the batch: divide by the batch size (.mean()).",
-        )
-        require(
-            not _close(got, want / c),
-            f"{where} averages over all N * C elements: pick one log-probability per sample with gather first.",
-        )
-        require(
-            _close(got, want),
-            f"{where} gives {got.item():.4f}, expected {want.item():.4f}: take F.log_softmax(logits, dim=1) "
-            "over the classes, gather(1, target.unsqueeze(1)) the true class, then minus the mean.",
-        )
-    passed("mean_cross_entropy agrees with F.cross_entropy on 4 batches, huge logits included")
-
-
-def check_weighted_cross_entropy(
-    weighted_cross_entropy: Callable[[torch.Tensor, torch.Tensor, torch.Tensor, int], torch.Tensor],
-) -> None:
-    """Self-check: `weighted_cross_entropy(logits, target, weight, ignore_index)` must match F.cross_entropy."""
-    require(
-        callable(weighted_cross_entropy),
-        "Pass the function itself: check_weighted_cross_entropy(weighted_cross_entropy), without ().",
-    )
-    generator = torch.Generator().manual_seed(3)
-    weight = torch.tensor([0.2, 1.0, 3.0, 0.5])
-    cases = [
-        (torch.randn(6, 4, generator=generator), torch.tensor([2, -100, 0, -100, 3, 1]), -100),
-        (torch.randn(5, 4, generator=generator), torch.tensor([0, 1, 2, 3, 2]), -100),
-        (torch.randn(8, 4, generator=generator) * 2, torch.tensor([1, 3, 3, 0, 3, 2, 1, 0]), 3),
-        (torch.randn(3, 4, generator=generator), torch.tensor([-1, -1, -1]), -1),
-    ]
-    for logits, target, ignore_index in cases:
-        before = target.clone()
-        got = weighted_cross_entropy(logits, target, weight, ignore_index)
-        want = F.cross_entropy(logits, target, weight=weight, ignore_index=ignore_index)
-        where = f"weighted_cross_entropy(<logits {tuple(logits.shape)}>, {before.tolist()}, weight, {ignore_index})"
-        require(isinstance(got, torch.Tensor), f"{where} should return a tensor, not {type(got).__name__}.")
-        require(torch.equal(target, before), f"{where} changed target: build a new tensor with target.where(...).")
-        require(got.shape == (), f"{where} has shape {tuple(got.shape)}: return one number.")
-        keep = target != ignore_index
-        if not keep.any():
-            require(
-                bool(got.isnan()),
-                f"{where} is {got.item()}, but every target is ignored: the mean is 0 / 0, which PyTorch "
-                "returns as nan; divide by the sum of the weights without guarding it.",
-            )
-            continue
-        safe = target.where(keep, 0)
-        per_sample = -weight[safe] * F.log_softmax(logits, dim=1).gather(1, safe.unsqueeze(1)).squeeze(1)
-        kept_sum = (per_sample * keep).sum()
-        require(
-            not _close(got, kept_sum / len(target)),
-            f"{where} divides by the batch size N: divide by the sum of weight[target] over the kept samples.",
-        )
-        require(
-            not _close(got, kept_sum / keep.sum()) or _close(want, kept_sum / keep.sum()),
-            f"{where} divides by the number of kept samples: divide by the sum of their weights instead.",
-        )
-        require(
-            not _close(got, per_sample.sum() / weight[safe].sum()) or keep.all(),
-            f"{where} still counts the ignored samples: set their loss and their weight to 0 with a mask.",
-        )
-        require(
-            _close(got, want),
-            f"{where} gives {got.item():.4f}, expected {want.item():.4f}: loss_n = -weight[y_n] * log p_n[y_n] "
-            "for the kept samples, summed, divided by the sum of weight[y_n] over the kept samples.",
-        )
-    passed("weighted_cross_entropy agrees with F.cross_entropy on 4 batches, an all-ignored batch included")

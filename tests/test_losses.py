@@ -1,4 +1,5 @@
-"""companion.losses against PyTorch: the reference cross-entropy, its argument checks, the picture and the checks."""
+"""companion.losses against PyTorch (the reference cross-entropy, its argument checks, the picture), and the
+lesson's exercise checks in companion.checks.losses against their tables of typical wrong answers."""
 
 import math
 import re
@@ -11,16 +12,15 @@ import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from companion.checks.losses import EXERCISES, check_bce_with_logits, check_pixel_cross_entropy
 from companion.exercises import WrongAnswer
 from companion.losses import (
-    check_mean_cross_entropy,
-    check_weighted_cross_entropy,
     cross_entropy_reference,
     log_softmax_reference,
     loss_vs_true_logit,
     plot_loss_vs_true_logit,
 )
-from companion.plotting import use_course_style
+from companion.plotting import COLUMN_WIDTH, use_course_style
 
 
 @st.composite
@@ -158,6 +158,8 @@ def test_log_softmax_reference_equals_torch(shape, scale, seed):
 def test_log_softmax_reference_needs_floating_point():
     with pytest.raises(TypeError, match=re.escape("logits.float()")):
         log_softmax_reference(torch.tensor([[1, 2]]))
+    with pytest.raises(TypeError, match=re.escape("wrap it with torch.tensor(...)")):
+        log_softmax_reference([[1.0, 2.0]])
 
 
 LOGITS = torch.randn(6, 4, generator=torch.Generator().manual_seed(6))
@@ -177,7 +179,7 @@ BAD_ARGUMENTS = [
     (LOGITS, TARGET, {"weight": torch.ones(1, 4)}, ValueError, "weight of length 4"),
     (LOGITS, TARGET, {"weight": torch.ones(4, dtype=torch.long)}, TypeError, "weight.float()"),
     (LOGITS, TARGET, {"reduction": "avg"}, ValueError, "'mean', 'sum' or 'none'"),
-    (LOGITS, TARGET, {"label_smoothing": 1.5}, ValueError, "[0, 1]"),
+    (LOGITS, TARGET, {"label_smoothing": 1.5}, ValueError, "between 0.0 and 1.0"),
     (LOGITS[0, 0], TARGET[0], {}, ValueError, "(N, C)"),
 ]
 
@@ -192,7 +194,7 @@ def test_bad_arguments_are_rejected_like_torch_with_a_fix(logits, target, option
 
 def test_negative_label_smoothing_is_refused_although_torch_accepts_it():
     assert F.cross_entropy(LOGITS, TARGET, label_smoothing=-0.1).isfinite()  # PyTorch checks only the upper end
-    with pytest.raises(ValueError, match=re.escape("[0, 1]")):
+    with pytest.raises(ValueError, match=re.escape("between 0.0 and 1.0")):
         cross_entropy_reference(LOGITS, TARGET, label_smoothing=-0.1)
 
 
@@ -226,6 +228,7 @@ def test_plot_draws_one_curve_per_smoothing_and_marks_the_minima():
         warnings.simplefilter("error")  # a missing Chinese glyph would warn
         fig.canvas.draw()
     (ax,) = fig.axes
+    assert fig.get_figwidth() <= COLUMN_WIDTH
     assert [t.get_text() for t in ax.get_legend().get_texts()] == [
         "label_smoothing = 0",
         "label_smoothing = 0.1",
@@ -236,81 +239,55 @@ def test_plot_draws_one_curve_per_smoothing_and_marks_the_minima():
     plt.close(fig)
 
 
-def right_mean_cross_entropy(logits, target):
-    return -F.log_softmax(logits, dim=1).gather(1, target.unsqueeze(1)).mean()
+@pytest.mark.parametrize("exercise", EXERCISES, ids=lambda exercise: exercise.check.__name__)
+def test_reference_answer_passes(exercise, capsys):
+    exercise.check(exercise.reference)
+    out = capsys.readouterr().out
+    assert out.startswith("✓ Correct / 正确: ") and "\n  " in out  # English, then the Chinese line
 
 
-def test_check_mean_cross_entropy_passes_a_right_answer(capsys):
-    check_mean_cross_entropy(right_mean_cross_entropy)
-    assert capsys.readouterr().out.startswith("✓ Correct / 正确: mean_cross_entropy agrees with F.cross_entropy")
+@pytest.mark.parametrize(
+    ("exercise", "mistake"),
+    [(exercise, mistake) for exercise in EXERCISES for mistake in exercise.mistakes],
+    ids=lambda value: getattr(value, "what", None) or value.check.__name__,
+)
+def test_every_typical_mistake_is_rejected_with_its_own_hint(exercise, mistake):
+    with pytest.raises(WrongAnswer) as caught:
+        exercise.check(mistake.answer)
+    english, chinese = str(caught.value).split("\n提示：")
+    assert mistake.hint in english and chinese
+
+
+def test_every_exercise_lists_at_least_three_mistakes():
+    assert len(EXERCISES) == 2 and all(len(exercise.mistakes) >= 3 for exercise in EXERCISES)
+
+
+@pytest.mark.parametrize("check", [check_bce_with_logits, check_pixel_cross_entropy])
+def test_a_checker_called_with_a_result_says_to_pass_the_function(check):
+    with pytest.raises(WrongAnswer, match="without"):
+        check(torch.tensor(0.5))
 
 
 @pytest.mark.parametrize(
     ("wrong", "hint"),
     [
-        (lambda x, t: -torch.log(torch.softmax(x, dim=1)).gather(1, t.unsqueeze(1)).mean(), "F.log_softmax"),
-        (lambda x, t: F.log_softmax(x, dim=1).gather(1, t.unsqueeze(1)).mean(), "wrong sign"),
-        (lambda x, t: -F.log_softmax(x, dim=1).gather(1, t.unsqueeze(1)).sum(), "divide by the batch size"),
-        (lambda x, t: -(F.log_softmax(x, dim=1) * F.one_hot(t, x.shape[1])).mean(), "all N * C elements"),
-        (lambda x, t: -F.log_softmax(x, dim=1).gather(1, t.unsqueeze(1)), "return one number"),
-        (lambda x, t: -F.log_softmax(x, dim=0).gather(1, t.unsqueeze(1)).mean(), "over the classes"),
-        (lambda x, t: -torch.softmax(x, dim=1).gather(1, t.unsqueeze(1)).mean(), "expected"),
-        (lambda x, t: F.cross_entropy(x, t).item(), "should return a tensor"),
-        (right_mean_cross_entropy(torch.zeros(1, 2), torch.tensor([0])), "without ()"),
+        (lambda x, t, w: F.binary_cross_entropy_with_logits(x, t, pos_weight=w).item(), "should return a tensor"),
+        (lambda x, t, w: F.binary_cross_entropy_with_logits(x, t, pos_weight=w, reduction="none"), "one number"),
+        (lambda x, t, w: -F.binary_cross_entropy_with_logits(x, t, pos_weight=w), "wrong sign"),
     ],
 )
-def test_check_mean_cross_entropy_rejects_wrong_answers_with_a_hint(wrong, hint):
+def test_bce_checker_names_other_slips(wrong, hint):
     with pytest.raises(WrongAnswer, match=re.escape(hint)):
-        check_mean_cross_entropy(wrong)
+        check_bce_with_logits(wrong)
 
 
-def weighted_sum(logits, target, weight, ignore_index):
-    """The right numerator: the weighted losses of the kept samples, added up."""
-    keep = target != ignore_index
-    safe_target = target.where(keep, 0)
-    true_log_prob = F.log_softmax(logits, dim=1).gather(1, safe_target.unsqueeze(1)).squeeze(1)
-    return -(weight[safe_target] * keep * true_log_prob).sum()
+def test_pixel_checker_names_a_changed_target_and_missing_weights():
+    def mutating(logits, target, weight, ignore_index):
+        result = F.cross_entropy(logits, target, weight=weight, ignore_index=ignore_index)
+        target[target == ignore_index] = 0
+        return result
 
-
-def right_weighted_cross_entropy(logits, target, weight, ignore_index):
-    keep = target != ignore_index
-    return weighted_sum(logits, target, weight, ignore_index) / (weight[target.where(keep, 0)] * keep).sum()
-
-
-def mutating_weighted_cross_entropy(logits, target, weight, ignore_index):
-    result = right_weighted_cross_entropy(logits, target, weight, ignore_index)
-    target[target == ignore_index] = 0
-    return result
-
-
-def test_check_weighted_cross_entropy_passes_a_right_answer(capsys):
-    check_weighted_cross_entropy(right_weighted_cross_entropy)
-    assert capsys.readouterr().out.startswith("✓ Correct / 正确: weighted_cross_entropy agrees with F.cross_entropy")
-
-
-@pytest.mark.parametrize(
-    ("wrong", "hint"),
-    [
-        (lambda x, t, w, i: weighted_sum(x, t, w, i) / len(t), "divides by the batch size N"),
-        (
-            lambda x, t, w, i: weighted_sum(x, t, w, i) / (t != i).sum().clamp(min=1),
-            "divides by the number of kept samples",
-        ),
-        (
-            lambda x, t, w, i: F.cross_entropy(x, t.where(t != i, 0), w),
-            "still counts the ignored samples",
-        ),
-        (
-            lambda x, t, w, i: torch.nan_to_num(right_weighted_cross_entropy(x, t, w, i)),
-            "PyTorch returns as nan",
-        ),
-        (lambda x, t, w, i: F.cross_entropy(x, t, ignore_index=i), "expected"),
-        (mutating_weighted_cross_entropy, "changed target"),
-        (lambda x, t, w, i: right_weighted_cross_entropy(x, t, w, i).tolist(), "should return a tensor"),
-        (lambda x, t, w, i: weighted_sum(x, t, w, i).unsqueeze(0), "return one number"),
-        (right_weighted_cross_entropy(torch.zeros(1, 2), torch.tensor([0]), torch.ones(2), -100), "without ()"),
-    ],
-)
-def test_check_weighted_cross_entropy_rejects_wrong_answers_with_a_hint(wrong, hint):
-    with pytest.raises(WrongAnswer, match=re.escape(hint)):
-        check_weighted_cross_entropy(wrong)
+    with pytest.raises(WrongAnswer, match="changed target"):
+        check_pixel_cross_entropy(mutating)
+    with pytest.raises(WrongAnswer, match="leaves out the class weights"):
+        check_pixel_cross_entropy(lambda x, t, w, i: F.cross_entropy(x, t, ignore_index=i))

@@ -1,17 +1,19 @@
-"""companion.scatter against PyTorch: the reference loop, its argument checks, the picture and the exercise checks."""
+"""companion.scatter against PyTorch (the reference loop, its argument checks, the picture), and the lesson's
+exercise checks in companion.checks.scatter against their tables of typical wrong answers."""
 
 import re
+import warnings
 
 import matplotlib.pyplot as plt
 import pytest
 import torch
-import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from companion.checks.scatter import EXERCISES, check_class_means, check_multi_hot
 from companion.exercises import WrongAnswer
-from companion.plotting import use_course_style
-from companion.scatter import check_label_counts, check_one_hot, plot_scatter, scatter_reference
+from companion.plotting import COLUMN_WIDTH, use_course_style
+from companion.scatter import plot_scatter, scatter_reference
 
 DTYPES = [torch.float32, torch.float64, torch.int64, torch.int32, torch.int16, torch.bool]
 
@@ -144,83 +146,80 @@ def test_other_bad_arguments_name_the_fix(arguments, error, fix):
         scatter_reference(*arguments)
 
 
-def test_plot_colours_each_destination_like_its_source():
+def test_plot_draws_src_index_and_result_with_matching_colours():
     index = torch.tensor([[1, 0], [1, 0]])
     src = torch.tensor([[1.0, 2.0], [3.0, 4.0]])
     use_course_style()
     fig = plot_scatter(torch.zeros(2, 4), 1, index, src)
-    fig.canvas.draw()  # renders the Chinese titles; a missing glyph would warn, and warnings are errors here
-    ax_src, ax_out = fig.axes
-    src_colour = {(int(p.get_y()), int(p.get_x())): p.get_facecolor() for p in ax_src.patches}
-    out_colour = {(int(p.get_y()), int(p.get_x())): p.get_facecolor() for p in ax_out.patches}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a missing Chinese glyph would warn
+        fig.canvas.draw()
+    ax_src, ax_index, ax_out = fig.axes
+    assert fig.get_figwidth() <= COLUMN_WIDTH
+    colour = {
+        name: {(int(p.get_y()), int(p.get_x())): p.get_facecolor() for p in ax.patches}
+        for name, ax in (("src", ax_src), ("index", ax_index), ("out", ax_out))
+    }
     for row in range(2):
         for col in range(2):
-            assert out_colour[(row, int(index[row, col]))] == src_colour[(row, col)]
+            assert colour["index"][(row, col)] == colour["src"][(row, col)]
+            assert colour["out"][(row, int(index[row, col]))] == colour["src"][(row, col)]
     white = (1.0, 1.0, 1.0, 1.0)
-    assert out_colour[(0, 2)] == out_colour[(1, 3)] == white
+    assert colour["out"][(0, 2)] == colour["out"][(1, 3)] == white
+    assert [t.get_text() for t in ax_index.texts] == ["1", "0", "1", "0"]  # every index value, in its cell
     assert [t.get_text() for t in ax_out.texts] == ["2", "1", "0", "0", "4", "3", "0", "0"]
-    assert "结果" in ax_out.get_title()
+    assert "（索引）" in ax_index.get_title() and "（结果）" in ax_out.get_title() and "（源）" in ax_src.get_title()
+    assert all(t.get_fontsize() >= 10 for ax in fig.axes for t in ax.texts)
     plt.close(fig)
 
 
-def test_plot_rejects_tensors_it_cannot_draw():
-    with pytest.raises(ValueError, match="2-d tensors only"):
-        plot_scatter(torch.zeros(2, 2, 2), 0, torch.zeros(1, 1, 1, dtype=torch.long), torch.ones(1, 1, 1))
+def test_plot_with_dim_0_sends_each_element_to_the_row_its_index_names():
+    index = torch.tensor([[0, 1, 2], [2, 0, 1]])
+    src = torch.tensor([[1.0, 2, 3], [4, 5, 6]])
+    use_course_style()
+    fig = plot_scatter(torch.zeros(3, 3), 0, index, src)
+    _, _, ax_out = fig.axes
+    assert [t.get_text() for t in ax_out.texts] == ["1", "5", "0", "0", "2", "6", "4", "0", "3"]
+    assert fig.get_figwidth() <= COLUMN_WIDTH
+    plt.close(fig)
 
 
-def right_one_hot(labels, num_classes):
-    return torch.zeros(len(labels), num_classes).scatter_(1, labels.unsqueeze(1), 1.0)
-
-
-def mutating_one_hot(labels, num_classes):
-    result = right_one_hot(labels, num_classes)
-    labels.zero_()
-    return result
-
-
-def test_check_one_hot_passes_a_right_answer(capsys):
-    check_one_hot(right_one_hot)
-    assert capsys.readouterr().out.startswith("✓ Correct / 正确: one_hot agrees with F.one_hot on 5 cases")
-
-
-@pytest.mark.parametrize(
-    ("wrong", "hint"),
-    [
-        (lambda labels, c: F.one_hot(labels, c), "return float32"),
-        (lambda labels, c: torch.zeros(len(labels), c), "wrong place"),
-        (
-            lambda labels, c: torch.zeros(len(labels), c + 1).scatter_(1, labels.unsqueeze(1), 1.0),
-            "has shape",
-        ),
-        (mutating_one_hot, "changed target"),
-        (lambda labels, c: right_one_hot(labels, c).tolist(), "should return a tensor"),
-        (right_one_hot(torch.tensor([1]), 2), "without ()"),
-    ],
-)
-def test_check_one_hot_rejects_wrong_answers_with_a_hint(wrong, hint):
-    with pytest.raises(WrongAnswer, match=hint):
-        check_one_hot(wrong)
-
-
-def test_check_label_counts_passes_a_right_answer(capsys):
-    check_label_counts(
-        lambda labels, c: torch.zeros(c, dtype=torch.long).scatter_add_(0, labels, torch.ones_like(labels))
-    )
-    assert capsys.readouterr().out.startswith("✓ Correct / 正确: count_labels agrees with torch.bincount")
+@pytest.mark.parametrize("exercise", EXERCISES, ids=lambda exercise: exercise.check.__name__)
+def test_reference_answer_passes(exercise, capsys):
+    exercise.check(exercise.reference)
+    out = capsys.readouterr().out
+    assert out.startswith("✓ Correct / 正确: ") and "\n  " in out  # English, then the Chinese line
 
 
 @pytest.mark.parametrize(
-    ("wrong", "hint"),
-    [
-        (
-            lambda labels, c: torch.zeros(c, dtype=torch.long).scatter_(0, labels, 1),
-            "scatter_add_ adds them up",
-        ),
-        (lambda labels, c: torch.bincount(labels, minlength=c).float(), "integer counts"),
-        (lambda labels, c: torch.bincount(labels), "expected"),
-        (lambda labels, c: torch.bincount(labels, minlength=c) + 1, "integer counts"),
-    ],
+    ("exercise", "mistake"),
+    [(exercise, mistake) for exercise in EXERCISES for mistake in exercise.mistakes],
+    ids=lambda value: getattr(value, "what", None) or value.check.__name__,
 )
-def test_check_label_counts_rejects_wrong_answers_with_a_hint(wrong, hint):
-    with pytest.raises(WrongAnswer, match=hint):
-        check_label_counts(wrong)
+def test_every_typical_mistake_is_rejected_with_its_own_hint(exercise, mistake):
+    with pytest.raises(WrongAnswer) as caught:
+        exercise.check(mistake.answer)
+    english, chinese = str(caught.value).split("\n提示：")
+    assert mistake.hint in english and chinese
+
+
+def test_every_exercise_lists_at_least_three_mistakes():
+    assert len(EXERCISES) == 2 and all(len(exercise.mistakes) >= 3 for exercise in EXERCISES)
+
+
+@pytest.mark.parametrize("check", [check_multi_hot, check_class_means])
+def test_a_checker_called_with_a_result_says_to_pass_the_function(check):
+    with pytest.raises(WrongAnswer, match="without"):
+        check(torch.zeros(2, 3))
+
+
+def test_multi_hot_checker_names_a_changed_argument_and_a_non_tensor():
+    def mutating(labels, num_classes):
+        result = torch.zeros(len(labels), num_classes).scatter_(1, labels, 1.0)
+        labels.zero_()
+        return result
+
+    with pytest.raises(WrongAnswer, match="changed labels"):
+        check_multi_hot(mutating)
+    with pytest.raises(WrongAnswer, match="should return a tensor"):
+        check_multi_hot(lambda labels, num_classes: [[0.0] * num_classes] * len(labels))
