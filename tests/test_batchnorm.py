@@ -1,4 +1,5 @@
-"""companion.batchnorm against nn.BatchNorm2d: statistics, the reference layer over many steps, the plot, the checks."""
+"""companion.batchnorm against nn.BatchNorm2d (statistics, the reference layer over many steps, the plot) and the
+lesson's self-checks in companion.checks.batchnorm."""
 
 import re
 import warnings
@@ -13,17 +14,15 @@ from hypothesis import strategies as st
 
 from companion.batchnorm import (
     BatchNorm2dReference,
-    _moving_average,
     channel_statistics,
-    check_normalize,
-    check_running_var,
     normalize_per_channel,
     normalize_per_position,
     plot_running_means,
     running_mean_history,
 )
+from companion.checks.batchnorm import EXERCISES, check_fuse_conv_bn, check_group_norm
 from companion.exercises import WrongAnswer
-from companion.plotting import use_course_style
+from companion.plotting import COLUMN_WIDTH, use_course_style
 
 
 def assert_close(got, want):
@@ -163,13 +162,6 @@ def test_per_position_statistics_are_not_what_batchnorm2d_does():
     assert_close(normalize_per_position(single_position), normalize_per_channel(single_position))
 
 
-def test_moving_average_weights_the_new_value_by_factor():
-    old, new = torch.tensor([1.0, 2.0]), torch.tensor([3.0, 6.0])
-    assert torch.equal(_moving_average(old, new, 0.0), old)
-    assert torch.equal(_moving_average(old, new, 1.0), new)
-    assert_close(_moving_average(old, new, 0.25), torch.tensor([1.5, 3.0]))
-
-
 def test_one_value_per_channel_is_rejected_in_training_only_like_torch():
     x = torch.randn(1, 3, 1, 1)
     with pytest.raises(ValueError, match="more than 1 value per channel"):
@@ -209,14 +201,12 @@ def test_wrong_inputs_are_rejected_like_torch_with_a_fix(x, fix):
         (lambda: BatchNorm2dReference(3, momentum=1.5), ValueError, "pass None for a cumulative average"),
         (lambda: BatchNorm2dReference(3, momentum=-0.1), ValueError, "weight of the NEW batch statistic"),
         (lambda: BatchNorm2dReference(3, momentum="0.1"), TypeError, "number in [0, 1] or None"),
-        (lambda: BatchNorm2dReference(3.0), TypeError, "number of channels C"),
-        (lambda: BatchNorm2dReference(0), ValueError, "at least 1"),
+        (lambda: BatchNorm2dReference(3.0), TypeError, "num_features (the number of channels C) must be an int"),
+        (lambda: BatchNorm2dReference(0), ValueError, "must be at least 1"),
         (lambda: BatchNorm2dReference(3, eps=0.0), ValueError, "such as 1e-5"),
         (lambda: BatchNorm2dReference(3, affine=1), TypeError, "affine must be True or False"),
         (lambda: BatchNorm2dReference(3, track_running_stats=None), TypeError, "track_running_stats must be"),
         (lambda: BatchNorm2dReference(3).train("eval"), TypeError, "True or False"),
-        (lambda: running_mean_history(0.1, torch.randn(4, 1, 2, 2)), ValueError, "(K, N, 1, H, W)"),
-        (lambda: plot_running_means({}, 0.0), ValueError, "at least one curve"),
     ],
 )
 def test_bad_arguments_name_the_fix(call, error, fix):
@@ -245,75 +235,65 @@ def test_plot_draws_one_line_per_history_and_the_true_mean():
     assert [line.get_label() for line in ax.lines] == ["momentum 0.1", "cumulative", "true mean / 真实均值 = 3"]
     assert list(ax.lines[1].get_ydata()) == [0.0, 3.0, 2.9]
     assert "滑动均值" in ax.get_ylabel()
+    assert fig.get_size_inches()[0] <= COLUMN_WIDTH
     plt.close(fig)
 
 
-def right_normalize(x, eps):
-    return F.batch_norm(x, None, None, training=True, eps=eps)
+@pytest.mark.parametrize("exercise", EXERCISES, ids=lambda e: e.check.__name__)
+def test_each_exercise_passes_its_reference_and_rejects_each_typical_mistake(exercise, capsys):
+    exercise.check(exercise.reference)
+    assert capsys.readouterr().out.startswith("✓ Correct / 正确")
+    assert len(exercise.mistakes) >= 3
+    for mistake in exercise.mistakes:
+        with pytest.raises(WrongAnswer, match=re.escape(mistake.hint)) as caught:
+            exercise.check(mistake.answer)
+        assert "提示：" in str(caught.value), f"{mistake.what}: the hint needs its Chinese half"
 
 
-def test_check_normalize_passes_a_right_answer(capsys):
-    check_normalize(right_normalize)
-    check_normalize(lambda x, eps: normalize_per_channel(x, eps))
-    assert capsys.readouterr().out.startswith("✓ Correct / 正确: normalize matches BatchNorm2d")
+def right_group_norm(x, groups, eps):
+    return F.group_norm(x, groups, eps=eps)
 
 
-def mutating_normalize(x, eps):
-    result = right_normalize(x, eps)
+def mutating_group_norm(x, groups, eps):
+    result = right_group_norm(x, groups, eps)
     x.zero_()
     return result
 
 
-@pytest.mark.parametrize(
-    ("wrong", "hint"),
-    [
-        (normalize_per_position, "one mean per position"),
-        (
-            lambda x, eps: (x - x.mean((0, 2, 3), keepdim=True)) / torch.sqrt(x.var((0, 2, 3), keepdim=True) + eps),
-            "n - 1",
-        ),
-        (
-            lambda x, eps: (
-                (x - x.mean((0, 2, 3), keepdim=True)) / (x.std((0, 2, 3), unbiased=False, keepdim=True) + eps)
-            ),
-            "inside the square root",
-        ),
-        (lambda x, eps: F.instance_norm(x, eps=eps), "include the batch"),
-        (lambda x, eps: F.layer_norm(x, x.shape[1:], eps=eps), "over all its channels"),
-        (lambda x, eps: x - x.mean((0, 2, 3), keepdim=True), "does not match BatchNorm2d"),
-        (lambda x, eps: right_normalize(x, eps).mean((0, 2, 3)), "keeps the input's shape"),
-        (lambda x, eps: right_normalize(x, eps).tolist(), "should return a tensor"),
-        (mutating_normalize, "changed its input"),
-        (right_normalize(torch.randn(2, 1, 1, 1), 1e-5), "without ()"),
-    ],
-)
-def test_check_normalize_rejects_wrong_answers_with_a_hint(wrong, hint):
-    with pytest.raises(WrongAnswer, match=re.escape(hint)):
-        check_normalize(wrong)
+def right_fuse(conv, bn):
+    scale = bn.weight / torch.sqrt(bn.running_var + bn.eps)
+    bias = conv.bias if conv.bias is not None else torch.zeros(conv.out_channels)
+    return (conv.weight * scale.view(-1, 1, 1, 1)).detach(), ((bias - bn.running_mean) * scale + bn.bias).detach()
 
 
-def right_running_var(x, momentum):
-    return (1 - momentum) * torch.ones(x.shape[1]) + momentum * x.var(dim=(0, 2, 3))
+def mutating_fuse(conv, bn):
+    weight, bias = right_fuse(conv, bn)
+    bn.running_mean.zero_()
+    return weight, bias
 
 
-def test_check_running_var_passes_a_right_answer(capsys):
-    check_running_var(right_running_var)
-    assert capsys.readouterr().out.startswith("✓ Correct / 正确: running_var_after_one_step matches nn.BatchNorm2d")
+def test_checkers_pass_other_right_answers(capsys):
+    check_group_norm(right_group_norm)
+    check_group_norm(lambda x, g, eps: nn.GroupNorm(g, x.shape[1], eps=eps, affine=False)(x))
+    check_fuse_conv_bn(right_fuse)
+    out = capsys.readouterr().out
+    assert out.count("✓ Correct / 正确") == 3
 
 
 @pytest.mark.parametrize(
-    ("wrong", "hint"),
+    ("check", "wrong", "hint"),
     [
-        (lambda x, m: (1 - m) * torch.ones(x.shape[1]) + m * x.var((0, 2, 3), unbiased=False), "UNBIASED"),
-        (lambda x, m: m * torch.ones(x.shape[1]) + (1 - m) * x.var((0, 2, 3)), "weight of the NEW value"),
-        (lambda x, m: m * x.var((0, 2, 3)), "starts at ones"),
-        (lambda x, m: x.var((0, 2, 3)), "batch variance itself"),
-        (lambda x, m: (1 - m) + m * x.var(0), "one variance per channel"),
-        (lambda x, m: (1 - m) * torch.ones(x.shape[1]) + m * x.var((0, 2, 3)) ** 0.5, "expected other values"),
-        (lambda x, m: right_running_var(x, m).tolist(), "should return a tensor"),
-        (right_running_var(torch.randn(2, 1, 1, 1), 0.1), "without ()"),
+        (check_group_norm, right_group_norm(torch.randn(2, 4, 1, 1), 2, 1e-5), "without ()"),
+        (check_group_norm, lambda x, g, eps: right_group_norm(x, g, eps).tolist(), "should return a tensor"),
+        (check_group_norm, mutating_group_norm, "changed its input"),
+        (check_group_norm, lambda x, g, eps: right_group_norm(x, g, eps).flatten(1), "reshape back"),
+        (check_group_norm, lambda x, g, eps: F.layer_norm(x, x.shape[1:], eps=eps) * 2, "does not match"),
+        (check_fuse_conv_bn, lambda conv, bn: conv.weight, "pair of tensors"),
+        (check_fuse_conv_bn, mutating_fuse, "changed the layers"),
+        (check_fuse_conv_bn, lambda conv, bn: (conv.weight[:, :1], bn.bias), "keeps the conv's shape"),
+        (check_fuse_conv_bn, lambda conv, bn: (conv.weight, bn.bias), "does not give bn(conv(x))"),
     ],
 )
-def test_check_running_var_rejects_wrong_answers_with_a_hint(wrong, hint):
+def test_checkers_reject_other_wrong_answers_with_a_hint(check, wrong, hint):
     with pytest.raises(WrongAnswer, match=re.escape(hint)):
-        check_running_var(wrong)
+        check(wrong)

@@ -1,4 +1,5 @@
-"""companion.conv against PyTorch: output sizes, the reference conv2d, dilation, receptive fields, plot and checks."""
+"""companion.conv against PyTorch (output sizes, the reference conv2d, dilation, receptive fields, plot) and the
+lesson's self-checks in companion.checks.conv."""
 
 import re
 import warnings
@@ -11,10 +12,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from torch import nn
 
+from companion.checks.conv import EXERCISES, POOL_CASES, check_depthwise_conv, check_pool_output_length
 from companion.conv import (
     _sampled_positions,
-    check_depthwise_conv,
-    check_output_length,
     conv2d_output_size,
     conv2d_reference,
     dilate_kernel,
@@ -25,7 +25,7 @@ from companion.conv import (
     receptive_field,
 )
 from companion.exercises import WrongAnswer
-from companion.plotting import use_course_style
+from companion.plotting import COLUMN_WIDTH, use_course_style
 
 
 def int_or_pair(low: int, high: int):
@@ -282,11 +282,12 @@ def test_measure_leaves_the_model_alone_and_receptive_field_rejects_bad_layers()
 def test_sampled_positions_and_the_plot_agree():
     assert _sampled_positions(3, 2, 4) == [2, 4, 6]
     assert _sampled_positions(5, 1, 4) == [2, 3, 4, 5, 6]
-    with pytest.raises(ValueError, match="odd"):
-        _sampled_positions(4, 1, 4)
     use_course_style()
     fig = plot_dilation(3, (1, 2, 3), input_size=9)
-    fig.canvas.draw()  # renders the Chinese titles; a missing glyph would warn, and warnings are errors here
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a missing Chinese glyph would warn
+        fig.canvas.draw()
+    assert fig.get_size_inches()[0] <= COLUMN_WIDTH
     for ax, dilation in zip(fig.axes, (1, 2, 3), strict=True):
         cells = [p for p in ax.patches if p.get_fill() and p.get_width() == 1]
         hit = {(int(p.get_y()), int(p.get_x())) for p in cells if p.get_facecolor() != (1.0, 1.0, 1.0, 1.0)}
@@ -294,67 +295,56 @@ def test_sampled_positions_and_the_plot_agree():
         assert hit == {(r, c) for r in taps for c in taps}
         span = 2 * dilation + 1
         assert any(not p.get_fill() and p.get_width() == span for p in ax.patches)
-        assert f"空洞 {dilation}" in ax.get_title()
+        assert f"空洞率 {dilation}" in ax.get_title()
+        assert ax.title.get_fontsize() >= 10
+    # the figure title sits above every panel title (they overlapped once)
+    renderer = fig.canvas.get_renderer()
+    suptitle = fig._suptitle.get_window_extent(renderer)
+    assert all(suptitle.y0 >= ax.title.get_window_extent(renderer).y1 - 0.5 for ax in fig.axes)
     plt.close(fig)
-    with pytest.raises(ValueError, match="larger one"):
-        plot_dilation(3, (5,), input_size=9)
 
 
-def right_output_length(length, kernel_size, stride, padding, dilation):
-    return (length + 2 * padding - dilation * (kernel_size - 1) - 1) // stride + 1
+@pytest.mark.parametrize("exercise", EXERCISES, ids=lambda e: e.check.__name__)
+def test_each_exercise_passes_its_reference_and_rejects_each_typical_mistake(exercise, capsys):
+    exercise.check(exercise.reference)
+    assert capsys.readouterr().out.startswith("✓ Correct / 正确")
+    assert len(exercise.mistakes) >= 3
+    for mistake in exercise.mistakes:
+        with pytest.raises(WrongAnswer, match=re.escape(mistake.hint)) as caught:
+            exercise.check(mistake.answer)
+        assert "提示：" in str(caught.value), f"{mistake.what}: the hint needs its Chinese half"
 
 
-def test_check_output_length_passes_a_right_answer(capsys):
-    check_output_length(right_output_length)
-    assert capsys.readouterr().out.startswith("✓ Correct / 正确: conv_output_length agrees with F.conv1d")
+def test_pool_cases_include_rounding_up_and_a_dropped_last_window():
+    floor = {case: F.max_pool1d(torch.zeros(1, 1, case[0]), *case[1:4]).shape[-1] for case in POOL_CASES}
+    ceil = {case: F.max_pool1d(torch.zeros(1, 1, case[0]), *case[1:4], ceil_mode=True).shape[-1] for case in POOL_CASES}
+    assert any(ceil[case] > floor[case] for case in POOL_CASES if case[4])
+    dropped = [
+        (n, k, s, p) for n, k, s, p, c in POOL_CASES if c and -(-(n + 2 * p - k) // s) + 1 > ceil[(n, k, s, p, c)]
+    ]
+    assert dropped, "no case where ceil_mode drops a window that would start in the right padding"
 
 
 @pytest.mark.parametrize(
-    ("wrong", "hint"),
+    ("check", "wrong", "hint"),
     [
-        (lambda n, k, s, p, d: (n + 2 * p - k) // s + 1, "spans d\\*\\(k-1\\)\\+1 inputs"),
-        (lambda n, k, s, p, d: (n + p - d * (k - 1) - 1) // s + 1, "both sides"),
-        (lambda n, k, s, p, d: (n + 2 * p - d * (k - 1) - 1) // s, "count the first position"),
-        (lambda n, k, s, p, d: -(-(n + 2 * p - d * (k - 1) - 1) // s) + 1, "round down"),
-        (lambda n, k, s, p, d: (n + 2 * p - d * (k - 1) - 1) / s + 1, "return an int"),
-        (lambda n, k, s, p, d: torch.tensor(right_output_length(n, k, s, p, d)), "return an int"),
-        (lambda n, k, s, p, d: n // s, "floor\\(\\(L \\+ 2p"),
-        (right_output_length(8, 3, 1, 0, 1), "Pass the function itself"),
+        (check_pool_output_length, 14, "Pass the function itself"),
+        (check_pool_output_length, lambda n, k, s, p, c: torch.tensor(n // s), "return an int"),
+        (check_pool_output_length, lambda n, k, s, p, c: n // k, "floor((L + 2p - k) / s) + 1"),
+        (check_depthwise_conv, F.conv2d(torch.ones(1, 1, 3, 3), torch.ones(1, 1, 1, 1)), "Pass the function itself"),
+        (check_depthwise_conv, lambda x, w: F.conv2d(x, w, padding="same", groups=x.shape[1]).tolist(), "a tensor"),
+        (check_depthwise_conv, lambda x, w: F.conv2d(x, w.flip(0), padding="same", groups=x.shape[1]), "own input"),
     ],
 )
-def test_check_output_length_rejects_wrong_answers_with_a_hint(wrong, hint):
-    with pytest.raises(WrongAnswer, match=hint):
-        check_output_length(wrong)
+def test_checkers_reject_other_wrong_answers_with_a_hint(check, wrong, hint):
+    with pytest.raises(WrongAnswer, match=re.escape(hint)):
+        check(wrong)
 
 
-def test_check_depthwise_conv_passes_right_answers(capsys):
-    check_depthwise_conv(lambda x, w: F.conv2d(x, w, padding=w.shape[-1] // 2, groups=x.shape[1]))
-    check_depthwise_conv(lambda x, w: F.conv2d(x, w, padding="same", groups=w.shape[0]))
+def test_check_depthwise_conv_accepts_padding_same_and_lets_unrelated_errors_through(capsys):
+    check_depthwise_conv(lambda x, w: F.conv2d(x, w, padding="same", groups=x.shape[1]))
     assert capsys.readouterr().out.startswith("✓ Correct / 正确: depthwise_conv agrees with a per-channel loop")
 
-
-@pytest.mark.parametrize(
-    ("wrong", "hint"),
-    [
-        (lambda x, w: F.conv2d(x, w, padding=w.shape[-1] // 2), "pass groups=x.shape\\[1\\]"),
-        (lambda x, w: F.conv2d(x, w, groups=x.shape[1]), "pad by kernel_size // 2"),
-        (
-            lambda x, w: F.conv2d(x, w.repeat(1, x.shape[1], 1, 1), padding=w.shape[-1] // 2),
-            "only its own input channel",
-        ),
-        (lambda x, w: F.conv2d(x, w.flip(0), padding=w.shape[-1] // 2, groups=x.shape[1]), "only its own"),
-        (lambda x, w: F.conv2d(x, w, padding=w.shape[-1] // 2, groups=x.shape[1]).tolist(), "return a tensor"),
-        (F.conv2d, "Pass the function itself"),
-    ],
-)
-def test_check_depthwise_conv_rejects_wrong_answers_with_a_hint(wrong, hint):
-    if hint == "Pass the function itself":
-        wrong = wrong(torch.ones(1, 1, 3, 3), torch.ones(1, 1, 1, 1))
-    with pytest.raises(WrongAnswer, match=hint):
-        check_depthwise_conv(wrong)
-
-
-def test_check_depthwise_conv_lets_unrelated_errors_through():
     def broken(x, w):
         raise RuntimeError("something else went wrong")
 
