@@ -34,6 +34,7 @@ help:
 	@echo "make execute  re-execute every notebook top to bottom (the only way stored outputs change)"
 	@echo "make lint     ruff over companion/, tests/, tools/ and notebooks/"
 	@echo "make bench    time and memory of every notebook against the course targets"
+	@echo "make matrix   the whole suite with the newest torch allowed, in .venv-matrix"
 	@echo "make determinism  nbval with 1 and 2 threads"
 	@echo "make soak     20 DDP launches in a row"
 	@echo "make handout  HTML and PDF handouts (English, Chinese, bilingual; student and teacher) in handout/"
@@ -46,7 +47,10 @@ $(STAMP): pyproject.toml constraints.txt
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	# torch alone from its index (no deps, so only this one lookup goes there), then the rest from PyPI.
 	$(BIN)/python -m pip install --quiet --no-deps $(TORCH_INDEX) "$(TORCH_SPEC)"
-	$(BIN)/python -m pip install --quiet -c constraints.txt -e ".[course]"
+	# constraints.txt pins every other package; its torch line is left out, so the TORCH_SPEC asked for stays.
+	grep -v '^torch==' constraints.txt > $(VENV)/constraints-without-torch.txt
+	$(BIN)/python -m pip install --quiet -c $(VENV)/constraints-without-torch.txt -e ".[course]"
+	$(BIN)/python -c "import torch; print('torch', torch.__version__, 'in $(VENV)')"
 	touch $@
 
 # The learner's copy in workspace/ (git-ignored; exercises stubbed), made on first run and never overwritten where the
@@ -95,6 +99,22 @@ lint: $(STAMP)
 	$(BIN)/ruff check companion tests tools notebooks
 	$(BIN)/ruff format --check companion tests tools
 
+# The whole suite again in a second environment with the newest torch the course allows (pyproject.toml).
+MATRIX_VENV := .venv-matrix
+MATRIX_TORCH_VERSION := 2.14.1
+ifeq ($(shell uname -s),Linux)
+MATRIX_TORCH_SPEC ?= torch==$(MATRIX_TORCH_VERSION)+cpu
+else
+MATRIX_TORCH_SPEC ?= torch==$(MATRIX_TORCH_VERSION)
+endif
+matrix: $(STAMP)
+	test -x $(MATRIX_VENV)/bin/python || $(PYTHON) -m venv $(MATRIX_VENV)
+	$(MATRIX_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(MATRIX_VENV)/bin/python -m pip install --quiet --no-deps $(TORCH_INDEX) "$(MATRIX_TORCH_SPEC)"
+	$(MATRIX_VENV)/bin/python -m pip install --quiet -c $(VENV)/constraints-without-torch.txt -e ".[course]"
+	$(RUN) $(MATRIX_VENV)/bin/python -c "import torch; print('matrix: torch', torch.__version__)"
+	$(RUN) $(MATRIX_VENV)/bin/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile --nbval --nbval-current-env --rerun-notebooks tests notebooks
+
 # Figures for the README: per-notebook wall time, floor, slowest cell, peak memory; serial nbval time.
 bench: $(STAMP)
 	$(RUN) $(BIN)/python tools/bench.py
@@ -120,7 +140,7 @@ browser:
 	fi
 
 $(VENV)/.handout-installed: $(STAMP)
-	$(BIN)/python -m pip install --quiet -c constraints.txt -e ".[course,handout]"
+	$(BIN)/python -m pip install --quiet -c $(VENV)/constraints-without-torch.txt -e ".[course,handout]"
 	touch $@
 
 handout: $(VENV)/.handout-installed browser
@@ -128,4 +148,4 @@ handout: $(VENV)/.handout-installed browser
 	$(RUN) $(BIN)/python -m pytest -m handout tests/test_handout.py
 
 clean:
-	rm -rf $(VENV) build *.egg-info handout
+	rm -rf $(VENV) $(MATRIX_VENV) build *.egg-info handout
