@@ -1,14 +1,22 @@
-"""`make lab` really opens the course: start it headless on 127.0.0.1, list the notebooks over its API, stop it."""
+"""`make lab` really opens the learner's workspace: started headless on 127.0.0.1 twice, with an edit in between."""
 
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import time
 import urllib.request
+from contextlib import contextmanager
+from pathlib import Path
 
+import nbformat
+
+from lesson_copies import ANSWER_MARK, answer_lines, is_solution
 from notebook_rules import NOTEBOOK_DIR, ROOT
+
+TOKEN = "course-test-token"
 
 
 def free_port() -> int:
@@ -17,44 +25,105 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def fetch(url: str) -> bytes:
-    with urllib.request.urlopen(url, timeout=5) as response:
-        return response.read()
+def request(url: str, data: dict | None = None) -> dict:
+    body = None if data is None else json.dumps(data).encode()
+    method = "GET" if data is None else "PUT"
+    req = urllib.request.Request(url, data=body, method=method, headers={"Authorization": f"token {TOKEN}"})
+    with urllib.request.urlopen(req, timeout=10) as response:
+        payload = response.read()
+    return json.loads(payload) if payload.startswith((b"{", b"[")) else {"raw": payload}
 
 
-def test_make_lab_serves_the_notebooks(tmp_path):
-    port, token = free_port(), "course-test-token"
+@contextmanager
+def make_lab(tmp_path: Path, target: str, workspace: str):
+    """Run `make <target>` headless on a free port; yield the base URL and the log path; stop it."""
+    port = free_port()
     args = (
         f"--no-browser --ServerApp.ip=127.0.0.1 --ServerApp.port={port} --ServerApp.port_retries=0 "
-        f"--IdentityProvider.token={token}"
+        f"--IdentityProvider.token={TOKEN}"
     )
-    env = {**os.environ, "JUPYTER_RUNTIME_DIR": str(tmp_path), "JUPYTER_PLATFORM_DIRS": "1"}
-    log = open(tmp_path / "lab.log", "w")
-    lab = subprocess.Popen(
-        ["make", "-s", "lab", f"LAB_ARGS={args}"],
-        cwd=ROOT,
-        env=env,
-        start_new_session=True,
-        stdout=log,
-        stderr=subprocess.STDOUT,
+    env = {**os.environ, "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime"), "JUPYTER_PLATFORM_DIRS": "1"}
+    env.pop("COURSE_LANG", None)
+    log_path = tmp_path / f"{target}-{port}.log"
+    with open(log_path, "w") as log:
+        lab = subprocess.Popen(
+            ["make", "-s", target, f"WORKSPACE={workspace}", f"LAB_ARGS={args}"],
+            cwd=ROOT,
+            env=env,
+            start_new_session=True,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        try:
+            base = f"http://127.0.0.1:{port}"
+            deadline = time.monotonic() + 120
+            while True:
+                try:
+                    request(f"{base}/api/status")
+                    break
+                except OSError:
+                    assert lab.poll() is None, f"make {target} exited: " + log_path.read_text()[-2000:]
+                    assert time.monotonic() < deadline, f"make {target} did not answer within 120 s"
+                    time.sleep(0.5)
+            yield base, log_path
+        finally:
+            if lab.poll() is None:
+                os.killpg(lab.pid, signal.SIGTERM)
+            lab.wait(timeout=30)
+
+
+def test_make_lab_serves_stubbed_copies_and_keeps_the_learners_edit(tmp_path):
+    workspace = f"build/test-lab-{os.getpid()}"
+    lessons = sorted(p.name for p in NOTEBOOK_DIR.glob("[0-9][0-9]-*.ipynb"))
+    with_exercise = next(
+        name for name in lessons if any(is_solution(c) for c in nbformat.read(NOTEBOOK_DIR / name, 4).cells)
     )
+    edit = "# my own answer, kept across runs\n"
     try:
-        base = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 90
-        while True:
-            try:
-                listing = json.loads(fetch(f"{base}/api/contents?token={token}"))
-                break
-            except OSError:
-                assert lab.poll() is None, "make lab exited: " + (tmp_path / "lab.log").read_text()[-2000:]
-                assert time.monotonic() < deadline, "make lab did not answer within 90 s"
-                time.sleep(0.5)
-        names = {item["name"] for item in listing["content"]}
-        assert {p.name for p in NOTEBOOK_DIR.glob("[0-9][0-9]-*.ipynb")} <= names
-        assert "GLOSSARY.md" in names
-        assert b"JupyterLab" in fetch(f"{base}/lab?token={token}")
+        with make_lab(tmp_path, "lab", workspace) as (base, log_path):
+            listing = request(f"{base}/api/contents/{workspace}")
+            names = {item["name"] for item in listing["content"]}
+            assert set(lessons) <= names and "GLOSSARY.md" in names
+            root_names = {item["name"] for item in request(f"{base}/api/contents")["content"]}
+            assert {"README.md", "companion", "notebooks"} <= root_names, "the README and companion/ are reachable"
+            page = request(f"{base}/lab?token={TOKEN}")["raw"]
+            assert b"JupyterLab" in page and b"custom/custom.css" in page, "the course style sheet (CJK font) is on"
+
+            for name in lessons:  # the served copies hold stubs, not the answers the source notebooks hold
+                served = request(f"{base}/api/contents/{workspace}/{name}")["content"]
+                source = nbformat.read(NOTEBOOK_DIR / name, 4)
+                answers = [c.source for c in source.cells if is_solution(c)]
+                stubs = [c["source"] for c in served["cells"] if "solution" in c["metadata"].get("tags", [])]
+                assert len(stubs) == len(answers), name
+                for answer, stub in zip(answers, stubs, strict=True):
+                    assert ANSWER_MARK in stub and "练习" in stub and "Exercise" in stub, name
+                    body = answer_lines(answer)
+                    assert not any(line in stub.splitlines() for line in body), f"{name}: answer text in the stub"
+            teacher = request(f"{base}/api/contents/notebooks/{with_exercise}")["content"]
+            assert not any(ANSWER_MARK in c["source"] for c in teacher["cells"]), "notebooks/ keeps the answers"
+
+            model = request(f"{base}/api/contents/{workspace}/{with_exercise}")
+            cell = next(c for c in model["content"]["cells"] if "solution" in c["metadata"].get("tags", []))
+            cell["source"] = edit + cell["source"]
+            request(
+                f"{base}/api/contents/{workspace}/{with_exercise}",
+                {"type": "notebook", "format": "json", "content": model["content"]},
+            )
+        assert "Copied" in log_path.read_text()
+
+        with make_lab(tmp_path, "lab", workspace) as (base, log_path):
+            served = request(f"{base}/api/contents/{workspace}/{with_exercise}")["content"]
+            assert any(c["source"].startswith(edit) for c in served["cells"]), "the learner's edit was overwritten"
+        assert "Copied" not in log_path.read_text()
     finally:
-        if lab.poll() is None:
-            os.killpg(lab.pid, signal.SIGTERM)
-        lab.wait(timeout=30)
-        log.close()
+        shutil.rmtree(ROOT / workspace, ignore_errors=True)
+
+
+def test_lab_teacher_and_notebook_open_the_right_folders():
+    dry = {
+        target: subprocess.run(["make", "-n", target], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+        for target in ("lab", "lab-teacher", "notebook")
+    }
+    assert "tools/workspace.py lab --workspace workspace" in dry["lab"]
+    assert "tools/workspace.py teacher" in dry["lab-teacher"]
+    assert "tools/workspace.py notebook --workspace workspace" in dry["notebook"]

@@ -72,6 +72,21 @@ def stub_source(source: str, exercise: dict[str, str] | None = None) -> str:
     return "\n".join(stub).rstrip() + "\n"
 
 
+def answer_lines(source: str) -> list[str]:
+    """The lines of an answer a stub must not show: function bodies (docstrings aside), assigned values."""
+    tree, lines, found = ast.parse(source), source.splitlines(), []
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            body = node.body
+            if isinstance(body[0], ast.Expr) and isinstance(getattr(body[0], "value", None), ast.Constant):
+                body = body[1:]
+            if body:
+                found += lines[body[0].lineno - 1 : body[-1].end_lineno]
+        elif isinstance(node, ast.Assign | ast.AnnAssign) and node.value is not None:
+            found += lines[node.value.lineno - 1 : node.value.end_lineno]
+    return [line for line in found if line.strip()]
+
+
 def stub_cell(cell: dict) -> None:
     """Replace a solution cell's answer by its stub, in place, and clear its outputs."""
     cell["source"] = stub_source(cell_source(cell), exercise_text(cell))

@@ -99,12 +99,12 @@ class Report:
         if self.updated:
             out.append(f"Updated from the course / 已按课程更新: {', '.join(self.updated)}")
         if self.removed:
-            out.append(f"No longer in the course, removed (untouched) / 课程已删除（未改动）: {', '.join(self.removed)}")
+            out.append(f"No longer in the course, removed / 课程已删除（未改动）: {', '.join(self.removed)}")
         for name in self.kept:
             out += [
                 f"{name}: updated in the course, but you changed your copy, so it was kept.",
                 f"  {name}：课程里这一课有更新，但你改过自己的副本，所以保留了你的版本。",
-                f"  To get the new version (yours goes to {relative(workspace / BACKUPS)}/) / 换成新版本（你的版本备份到"
+                f"  New version, yours backed up in {relative(workspace / BACKUPS)}/ / 换成新版本（你的版本备份到"
                 f" {relative(workspace / BACKUPS)}/）: {lesson_command(name, workspace)}",
             ]
         for name in self.orphaned:
