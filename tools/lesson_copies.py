@@ -68,8 +68,44 @@ def stub_source(source: str, exercise: dict[str, str] | None = None) -> str:
             stub += ["", "", *lines[first - 1 : body_start - 1], f'{indent}raise NotImplementedError("{ANSWER_MARK}")']
         elif isinstance(node, ast.Assign | ast.AnnAssign):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            stub += ["", " = ".join(ast.unparse(target) for target in targets) + f" = ...  # {ANSWER_MARK}"]
+            names = " = ".join(ast.unparse(target) for target in targets)
+            if is_question_table(node.value):  # {question: answer, ...}: keep the questions, blank the answers
+                stub += ["", f"{names} = {{  # {ANSWER_MARK}"]
+                stub += [f"    {ast.get_source_segment(source, key)}: ...," for key in node.value.keys] + ["}"]
+            else:
+                stub += ["", f"{names} = ...  # {ANSWER_MARK}"]
     return "\n".join(stub).rstrip() + "\n"
+
+
+def is_question_table(value: ast.AST | None) -> bool:
+    """A dict literal whose keys are constants: the questions of a fill-in exercise."""
+    return isinstance(value, ast.Dict) and bool(value.keys) and all(isinstance(k, ast.Constant) for k in value.keys)
+
+
+def is_unanswered(source: str) -> bool:
+    """Whether an answer cell is still a stub: function bodies only raise NotImplementedError, assigned values are
+    `...` (or a dict of `...`). Comments, imports and docstrings do not count as an answer."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return False
+    blank = ast.Constant(value=...)
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            body = [n for n in node.body if not (isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant))]
+            raises = [isinstance(n, ast.Raise) and "NotImplementedError" in ast.unparse(n) for n in body]
+            if not body or not all(raises):
+                return False
+        elif isinstance(node, ast.Assign | ast.AnnAssign):
+            value = node.value
+            if isinstance(value, ast.Dict):
+                if not all(ast.dump(v) == ast.dump(blank) for v in value.values):
+                    return False
+            elif value is not None and ast.dump(value) != ast.dump(blank):
+                return False
+        elif not isinstance(node, ast.Import | ast.ImportFrom | ast.Pass):
+            return False
+    return True
 
 
 def answer_lines(source: str) -> list[str]:
@@ -82,6 +118,8 @@ def answer_lines(source: str) -> list[str]:
                 body = body[1:]
             if body:
                 found += lines[body[0].lineno - 1 : body[-1].end_lineno]
+        elif isinstance(node, ast.Assign | ast.AnnAssign) and is_question_table(node.value):
+            found += [lines[v.lineno - 1] for v in node.value.values]
         elif isinstance(node, ast.Assign | ast.AnnAssign) and node.value is not None:
             found += lines[node.value.lineno - 1 : node.value.end_lineno]
     return [line for line in found if line.strip()]
