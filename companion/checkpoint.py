@@ -1,8 +1,14 @@
-"""Lesson 07: checkpoints that survive a crash, load safely, load in part, and resume training exactly."""
+"""Lesson 10: checkpoints that survive a crash, notice a damaged file, refuse a hostile one, load in part, and resume
+training exactly.
 
-import io
+The taught code comes first: saving atomically with a SHA-256 digest inside the file, and loading safely. Then the
+small model, data order and training loop the lesson resumes, partial loads, freezing and the resume figure. The
+argument checks are at the end; the explanations of PyTorch's errors are in companion/_torch_errors.py and the
+exercise checks in companion/checks/checkpoint.py.
+"""
+
+import hashlib
 import os
-import pickle
 import re
 import secrets
 import textwrap
@@ -20,38 +26,159 @@ from torch import nn
 from torch.nn.modules.batchnorm import _BatchNorm
 from torch.utils.data import DataLoader, Dataset, TensorDataset
 
-from companion.exercises import WrongAnswer, passed, require
+from companion._torch_errors import explain_load_error
+from companion.plotting import COLUMN_WIDTH
+
+# A torch.save file is a zip archive. It ends with a 22-byte record whose last 2 bytes give the length of a free-text
+# comment that follows; torch.save leaves the comment empty and torch.load ignores it. save_checkpoint writes there.
+END_OF_ARCHIVE = b"PK\x05\x06"  # the signature that starts that last record
+DIGEST_MARK = b"tensor-by-tensor sha256 "  # the comment: this mark, then 64 hex digits
+RECORD_LENGTH = len(DIGEST_MARK) + 64
 
 # What harmless_payload records: proof that code hidden in a file ran while the file was loaded.
 PAYLOAD_LOG: list[str] = []
 
-_UNSAFE_GLOBAL = re.compile(r"GLOBAL (\S+) was not an allowed global")
-_DEVICE_TROUBLE = re.compile(r"deserialize object on a|device not recognized|restore data location")
-
 
 class CheckpointError(RuntimeError):
-    """A checkpoint file that cannot be loaded: missing, empty, truncated, corrupt, or holding unsafe objects."""
+    """A checkpoint that cannot be loaded: missing, empty, truncated, damaged, or asking to run code."""
 
 
 # ----------------------------------------------------------------------------------------------------------------
-# A small model, data order and training loop of our own (lesson 05 has the full story of the training loop).
+# Saving and loading: the code the lesson teaches.
+
+
+def save_checkpoint(obj: Any, path: str | os.PathLike) -> None:
+    """torch.save `obj` to `path` atomically, with a SHA-256 digest of the bytes written inside the file.
+
+    Atomic: the bytes go to a hidden temporary file in the same folder, are flushed to disk (os.fsync), and only
+    then renamed over `path` with os.replace, which swaps the name in one step. A save killed part-way leaves the
+    old checkpoint untouched plus a stray `.<name>.<random>.tmp` file that can be deleted.
+
+    Integrity: the digest goes into the zip comment at the very end of the file (see END_OF_ARCHIVE), so it is
+    written before the rename and arrives with the file in the same os.replace: the file and its digest can never
+    disagree after a crash, and every copy of the file carries its digest. It covers every byte torch.save wrote
+    except the comment's 2-byte length. load_checkpoint recomputes it before loading; the file stays an ordinary
+    torch.save file that torch.load and any zip tool read.
+    """
+    path = _check_save_path(path)
+    temporary = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
+    try:
+        with open(temporary, "x+b") as file:  # "x": never overwrite anything, not even a stray temporary file
+            torch.save(obj, file)
+            _append_digest(file)
+            file.flush()
+            os.fsync(file.fileno())  # the bytes are on the disk before the new name points at them
+        os.replace(temporary, path)  # one step: `path` names the old file or the new one, never half of one
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
+    _sync_folder(path.parent)
+
+
+def load_checkpoint(
+    path: str | os.PathLike,
+    map_location: Any = "cpu",
+    *,
+    weights_only: bool = True,
+    safe_globals: Iterable[Any] = (),
+) -> Any:
+    """torch.load with weights_only=True and tensors on `map_location`, after checking the file's SHA-256 digest.
+
+    `safe_globals` lists your own trusted classes that the file may hold; weights_only=False runs any code the file
+    asks for, so pass it only for a file you made yourself. Every failure is a CheckpointError that says what to do.
+    A file from plain torch.save has no digest and loads without that check.
+    """
+    path = _check_load_arguments(path, map_location, weights_only, safe_globals)
+    verify_digest(path)
+    try:
+        with torch.serialization.safe_globals(list(safe_globals)):
+            return torch.load(path, map_location=map_location, weights_only=weights_only)
+    except Exception as error:  # PyTorch's errors vary: UnpicklingError, RuntimeError, EOFError, OSError, ...
+        raise CheckpointError(explain_load_error(error, path)) from None
+
+
+def verify_digest(path: str | os.PathLike) -> None:
+    """Raise CheckpointError unless the file holds the bytes save_checkpoint wrote (no digest: nothing to check)."""
+    path = _check_file(_as_path(path, "path"))
+    expected = _recorded_digest(path)
+    if expected is None:
+        return
+    with open(path, "rb") as file:
+        actual = _sha256(file, path.stat().st_size - RECORD_LENGTH - 2)
+    if actual != expected:
+        raise CheckpointError(
+            f"'{path.name}' is damaged: its bytes no longer match the SHA-256 digest save_checkpoint recorded in it "
+            f"(expected {expected[:12]}..., found {actual[:12]}...). A flipped bit on disk or a bad copy changes "
+            "numbers without any other error: load an earlier checkpoint, or copy the file again from its source"
+        )
+
+
+def _recorded_digest(path: Path) -> str | None:
+    """The SHA-256 (64 hex digits) that save_checkpoint wrote into the file, or None if it has none."""
+    with open(path, "rb") as file:
+        file.seek(max(0, path.stat().st_size - 22 - RECORD_LENGTH))
+        tail = file.read()  # the archive's last record, then the comment
+    if DIGEST_MARK not in tail:
+        return None  # a plain torch.save file
+    digest = tail[-64:]
+    if not (
+        tail.startswith(END_OF_ARCHIVE)
+        and tail[20:22] == RECORD_LENGTH.to_bytes(2, "little")
+        and tail[22:].startswith(DIGEST_MARK)
+        and re.fullmatch(rb"[0-9a-f]{64}", digest)
+    ):
+        raise CheckpointError(
+            f"'{path.name}' is damaged: the digest record save_checkpoint wrote at its end is garbled. Load an "
+            "earlier checkpoint, or copy the file again from its source"
+        )
+    return digest.decode()
+
+
+def _append_digest(file) -> None:
+    """Write the SHA-256 of the torch.save bytes in `file` (open for reading and writing) into its zip comment."""
+    size = file.seek(0, os.SEEK_END)
+    file.seek(size - 22)
+    last_record = file.read(22)
+    if not last_record.startswith(END_OF_ARCHIVE) or last_record[20:] != b"\x00\x00":
+        raise RuntimeError("torch.save did not end its zip archive with an empty comment: no room for a digest")
+    digest = _sha256(file, size - 2)
+    file.seek(size - 2)
+    file.write(RECORD_LENGTH.to_bytes(2, "little") + DIGEST_MARK + digest.encode())
+
+
+def _sha256(file, length: int) -> str:
+    """SHA-256 of the first `length` bytes of an open file, read a megabyte at a time."""
+    digest = hashlib.sha256()
+    file.seek(0)
+    while length > 0 and (chunk := file.read(min(length, 1 << 20))):
+        digest.update(chunk)
+        length -= len(chunk)
+    return digest.hexdigest()
+
+
+def harmless_payload(note: str) -> str:
+    """Stand-in for an attacker's code hidden in a pickle: it only appends `note` to PAYLOAD_LOG, and returns it."""
+    PAYLOAD_LOG.append(note)
+    return note
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# A small model, data order and training loop of our own (lesson 08 has the full story of the training loop).
 
 
 def make_model(num_classes: int = 10) -> nn.Sequential:
     """A small digit classifier with named layers: two conv + BatchNorm blocks, dropout, and a linear `head`."""
-    if isinstance(num_classes, bool) or not isinstance(num_classes, int) or num_classes < 1:
-        raise ValueError(f"num_classes must be a positive int such as 10, not {num_classes!r}")
     return nn.Sequential(
         OrderedDict(
             conv1=nn.Conv2d(1, 8, kernel_size=3, padding=1),
             bn1=nn.BatchNorm2d(8),
             relu1=nn.ReLU(),
-            pool1=nn.MaxPool2d(2),  # 8x8 -> 4x4
+            pool1=nn.MaxPool2d(2),  # (N, 8, 8, 8) -> (N, 8, 4, 4)
             conv2=nn.Conv2d(8, 16, kernel_size=3, padding=1),
             bn2=nn.BatchNorm2d(16),
             relu2=nn.ReLU(),
-            pool2=nn.MaxPool2d(2),  # 4x4 -> 2x2
-            flatten=nn.Flatten(),
+            pool2=nn.MaxPool2d(2),  # (N, 16, 4, 4) -> (N, 16, 2, 2)
+            flatten=nn.Flatten(),  # (N, 64)
             dropout=nn.Dropout(0.25),
             head=nn.Linear(16 * 2 * 2, num_classes),
         )
@@ -60,8 +187,6 @@ def make_model(num_classes: int = 10) -> nn.Sequential:
 
 def make_loader(dataset: Dataset, batch_size: int = 64, seed: int = 0) -> DataLoader:
     """A shuffling DataLoader with a random generator of its own, so its order can be saved and restored."""
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-        raise ValueError(f"batch_size must be a positive int such as 64, not {batch_size!r}")
     return DataLoader(dataset, batch_size=batch_size, shuffle=True, generator=torch.Generator().manual_seed(seed))
 
 
@@ -69,10 +194,6 @@ def new_run(
     dataset: Dataset, seed: int = 0, lr: float = 0.01, batch_size: int = 64
 ) -> tuple[nn.Sequential, torch.optim.Adam, DataLoader]:
     """Seed torch, then build a fresh model, its Adam optimizer and a shuffling loader: the start of a run."""
-    if isinstance(lr, bool) or not isinstance(lr, int | float):
-        raise TypeError(f"lr must be a number such as 0.01, not {lr!r}")
-    if not lr >= 0:
-        raise ValueError(f"lr must be >= 0 (a small positive number such as 0.01), not {lr}")
     torch.manual_seed(seed)
     model = make_model()
     return model, torch.optim.Adam(model.parameters(), lr=lr), make_loader(dataset, batch_size, seed)
@@ -86,10 +207,15 @@ def train_epochs(
     *,
     scheduler: torch.optim.lr_scheduler.LRScheduler | None = None,
     keep_frozen_batchnorm: bool = False,
+    after_step: Callable[[nn.Module], Any] | None = None,
 ) -> list[float]:
-    """Train for `epochs` passes over `loader` (scheduler stepped once per epoch); return the loss of every step."""
-    if isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 0:
-        raise ValueError(f"epochs must be an int >= 0, not {epochs!r}")
+    """Train for `epochs` passes over `loader` (scheduler stepped once per epoch); return the loss of every step.
+
+    A loop of its own rather than companion.training.train_one_epoch, because the lesson looks inside every step
+    (each loss, and `after_step(model)` for the parameters) and puts frozen BatchNorm layers back in evaluation mode
+    after model.train().
+    """
+    epochs = _check_epochs(epochs)
     losses = []
     for _ in range(epochs):
         model.train()
@@ -97,13 +223,20 @@ def train_epochs(
             eval_frozen_batchnorm(model)  # after train(), which switches every layer back to training mode
         for images, labels in loader:
             optimizer.zero_grad()
-            loss = F.cross_entropy(model(images), labels)
+            loss = F.cross_entropy(model(images), labels)  # shape (): the mean over the batch
             loss.backward()
             optimizer.step()
             losses.append(loss.item())
+            if after_step is not None:
+                after_step(model)
         if scheduler is not None:
             scheduler.step()
     return losses
+
+
+def flat_parameters(model: nn.Module) -> torch.Tensor:
+    """Every parameter of `model` in one detached 1-D tensor: a point whose distance to another run's we can take."""
+    return torch.cat([p.detach().flatten() for p in model.parameters()])  # (number of parameters,)
 
 
 def accuracy(model: nn.Module, dataset: TensorDataset) -> float:
@@ -117,7 +250,7 @@ def accuracy(model: nn.Module, dataset: TensorDataset) -> float:
     model.eval()
     images, labels = dataset.tensors
     with torch.no_grad():
-        correct = (model(images).argmax(dim=1) == labels).sum().item()
+        correct = (model(images).argmax(dim=1) == labels).sum().item()  # argmax over classes: (N,)
     model.train(was_training)
     return correct / len(labels)
 
@@ -144,179 +277,6 @@ def _equal(a: Any, b: Any) -> bool:
     if isinstance(a, list | tuple) and isinstance(b, list | tuple):
         return len(a) == len(b) and all(_equal(x, y) for x, y in zip(a, b, strict=True))
     return a == b
-
-
-def plot_resume(straight: list[float], resumed: Mapping[str, list[float]]) -> Figure:
-    """Losses of an unbroken run and of runs resumed near its end (left), and each one's distance from it (right)."""
-    lengths = {len(losses) for losses in resumed.values()}
-    if len(lengths) != 1 or not 0 < lengths.pop() <= len(straight):
-        raise ValueError("every resumed run must have the same number of steps, at most as many as the unbroken run")
-    start = len(straight) - len(next(iter(resumed.values())))
-    steps = list(range(start + 1, len(straight) + 1))
-    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
-    left.plot(range(1, len(straight) + 1), straight, color="0.75", linewidth=5, label="unbroken run / 不中断")
-    styles = ["-", "--", ":", "-."]
-    for i, (label, losses) in enumerate(resumed.items()):
-        style = {"linestyle": styles[i % len(styles)], "color": f"C{i}"}
-        left.plot(steps, losses, label=label, **style)
-        right.plot(steps, [abs(a - b) for a, b in zip(losses, straight[start:], strict=True)], label=label, **style)
-    for ax in (left, right):
-        ax.axvline(start + 0.5, color="black", linewidth=0.8)
-        ax.set_xlabel("step / 步")
-    left.set_ylabel("loss / 损失")
-    left.set_title("loss of every step / 每一步的损失", fontsize=11)
-    right.set_ylabel("|resumed - unbroken| / 与不中断训练之差")
-    right.set_title("after the break / 中断之后", fontsize=11)
-    right.legend(fontsize=8)
-    fig.tight_layout()
-    return fig
-
-
-# ----------------------------------------------------------------------------------------------------------------
-# Saving and loading files.
-
-
-def _as_path(path: str | os.PathLike, what: str) -> Path:
-    """`path` as a Path, or a TypeError that says what to pass."""
-    if isinstance(path, bool) or not isinstance(path, str | os.PathLike):
-        raise TypeError(f"{what} must be a file path (str or pathlib.Path) like 'last.pt', not {type(path).__name__}")
-    return Path(path)
-
-
-def save_checkpoint(obj: Any, path: str | os.PathLike) -> None:
-    """torch.save `obj` atomically: a crash mid-save leaves the previous file at `path` intact, never half a file.
-
-    The bytes go to a hidden temporary file in the same folder, are flushed to disk (os.fsync), and only then
-    renamed over `path` with os.replace, which swaps the name in one step. A save killed part-way leaves the old
-    checkpoint untouched plus a stray `.<name>.<random>.tmp` file that can be deleted.
-    """
-    path = _as_path(path, "path")
-    if path.is_dir():
-        raise IsADirectoryError(f"'{path.name}' is a folder: pass a file path inside it, such as folder / 'last.pt'")
-    if not path.parent.is_dir():
-        raise FileNotFoundError(
-            f"the folder of '{path.name}' does not exist: create it first with path.parent.mkdir(parents=True)"
-        )
-    temporary = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
-    file = open(temporary, "xb")  # "x": never overwrite anything, not even a stray temporary file
-    try:
-        with file:
-            torch.save(obj, file)
-            file.flush()
-            os.fsync(file.fileno())  # the bytes are on the disk before the new name points at them
-        os.replace(temporary, path)  # one step: `path` names the old file or the new one, never half of one
-    except BaseException:
-        temporary.unlink(missing_ok=True)
-        raise
-    _sync_folder(path.parent)
-
-
-def _sync_folder(folder: Path) -> None:
-    """Flush the folder entry of a rename to disk where the system allows it (POSIX; Windows cannot open folders)."""
-    try:
-        descriptor = os.open(folder, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(descriptor)
-    except OSError:
-        pass
-    finally:
-        os.close(descriptor)
-
-
-def load_checkpoint(
-    path: str | os.PathLike,
-    map_location: Any = "cpu",
-    *,
-    weights_only: bool = True,
-    safe_globals: Iterable[Any] = (),
-) -> Any:
-    """torch.load with weights_only=True, tensors on `map_location`, and a CheckpointError that names the fix.
-
-    `safe_globals` lists your own trusted classes that the file may contain; weights_only=False runs any code
-    the file asks for, so pass it only for files you made yourself.
-    """
-    path = _as_path(path, "path")
-    if not isinstance(weights_only, bool):
-        raise TypeError(f"weights_only must be True or False, not {weights_only!r}")
-    if not (map_location is None or isinstance(map_location, str | torch.device | dict) or callable(map_location)):
-        raise TypeError(
-            "map_location must be a device such as 'cpu' or torch.device('cuda:0'), a dict such as "
-            f"{{'cuda:1': 'cuda:0'}}, or a function; not {type(map_location).__name__}"
-        )
-    if isinstance(map_location, str):
-        try:
-            torch.device(map_location)
-        except RuntimeError:
-            raise ValueError(
-                f"map_location {map_location!r} is not a device: pass 'cpu', 'cuda', 'cuda:0' or 'mps'"
-            ) from None
-    if isinstance(safe_globals, str | type) or not isinstance(safe_globals, Iterable):
-        raise TypeError(f"safe_globals must be a list of classes, e.g. safe_globals=[RunConfig]; not {safe_globals!r}")
-    safe_globals = list(safe_globals)
-    if not path.exists():
-        folder = "exists" if path.parent.is_dir() else "does not exist either"
-        raise CheckpointError(
-            f"no checkpoint file '{path.name}' (its folder {folder}): check the path, or start training from scratch"
-        )
-    if path.is_dir():
-        raise CheckpointError(f"'{path.name}' is a folder, not a checkpoint file: pass the file inside it")
-    size = path.stat().st_size
-    if size == 0:
-        raise CheckpointError(
-            f"'{path.name}' is empty (0 bytes), most likely from an interrupted save: load an earlier checkpoint, "
-            "and save with save_checkpoint, which never leaves a partial file"
-        )
-    try:
-        with torch.serialization.safe_globals(safe_globals):
-            return torch.load(path, map_location=map_location, weights_only=weights_only)
-    except pickle.UnpicklingError as error:
-        unsafe = _UNSAFE_GLOBAL.search(str(error))
-        if unsafe is None:
-            raise _corrupt(path, size, error) from None
-        raise CheckpointError(
-            f"'{path.name}' holds a Python object that weights_only=True refuses to rebuild: {unsafe.group(1)}. "
-            "If the file holds a whole pickled model, load its state_dict instead. If you trust this class, pass "
-            "safe_globals=[TheClass]; pass weights_only=False only for a file you made yourself, since loading it "
-            "can run any code"
-        ) from None
-    except (AttributeError, ImportError) as error:  # only with weights_only=False: a pickled class moved
-        raise CheckpointError(
-            f"'{path.name}' names a class or module that cannot be found ({type(error).__name__}: {error}): a "
-            "pickled model needs its class under the same name in the same module; save state_dicts instead"
-        ) from None
-    except Exception as error:  # EOFError, RuntimeError, OSError, KeyError, IndexError, ...: bytes that do not parse
-        if _DEVICE_TROUBLE.search(str(error)):
-            raise CheckpointError(
-                f"'{path.name}' holds tensors for a device this machine cannot give them "
-                f"({_first_sentence(error)}): pass map_location='cpu' (the default), or a device it has"
-            ) from None
-        raise _corrupt(path, size, error) from None
-
-
-def _corrupt(path: Path, size: int, error: BaseException) -> CheckpointError:
-    """The error for a file torch.load cannot read: say what happened and what to do, quote PyTorch's first line."""
-    return CheckpointError(
-        f"'{path.name}' ({size} bytes) is truncated or corrupt, not a complete torch.save file "
-        f"({_first_sentence(error)}). Load an earlier checkpoint, and save with save_checkpoint, which "
-        "never leaves a partial file"
-    )
-
-
-def _first_sentence(error: BaseException) -> str:
-    """The error's type and the first sentence of what PyTorch said, to quote inside our own message."""
-    text = str(error).strip()
-    if "WeightsUnpickler error:" in text:  # the real reason follows PyTorch's advice about weights_only
-        text = text.split("WeightsUnpickler error:", 1)[1].strip()
-    first = re.split(r"\.\s|\n", text, maxsplit=1)[0][:150]
-    return f"{type(error).__name__}: {first}"
-
-
-def harmless_payload(note: str) -> str:
-    """Stand-in for an attacker's code hidden in a pickle: it only appends `note` to PAYLOAD_LOG, and returns it."""
-    PAYLOAD_LOG.append(note)
-    return note
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -372,25 +332,6 @@ def load_partial_state_dict(model: nn.Module, state_dict: Mapping[str, Any]) -> 
     return report
 
 
-def _check_state_dict(state_dict: Any) -> Mapping[str, Any]:
-    """Reject what people pass instead of a state_dict, with the fix."""
-    if isinstance(state_dict, nn.Module):
-        raise TypeError("pass the model's state_dict(), not the model itself: other_model.state_dict()")
-    if not isinstance(state_dict, Mapping):
-        raise TypeError(f"state_dict must be a mapping of names to tensors, not {type(state_dict).__name__}")
-    for key, value in state_dict.items():
-        if not isinstance(key, str):
-            raise TypeError(f"state_dict keys must be str names such as 'head.weight', not {key!r}")
-        if isinstance(value, Mapping):
-            raise ValueError(
-                f"state_dict[{key!r}] is a dict: this looks like a whole training checkpoint; pass the model's "
-                f"part, e.g. checkpoint[{key!r}] or checkpoint['model']"
-            )
-        if not isinstance(value, torch.Tensor):
-            raise TypeError(f"state_dict[{key!r}] is a {type(value).__name__}, not a tensor: pass model.state_dict()")
-    return state_dict
-
-
 def strip_prefix(state_dict: Mapping[str, Any], prefix: str = "module.") -> OrderedDict:
     """A copy of `state_dict` with `prefix` removed from the keys that start with it ('module.' from DataParallel)."""
     if not isinstance(prefix, str) or not prefix:
@@ -441,158 +382,126 @@ def eval_frozen_batchnorm(model: nn.Module) -> list[str]:
 
 
 # ----------------------------------------------------------------------------------------------------------------
-# Exercise checks.
+# The resume figure (called with the lesson's own runs).
 
 
-def _head_models() -> list[nn.Module]:
-    """Two models with a `head`: the lesson's and one of another shape, so positions cannot be hard-coded."""
-    other = nn.Sequential(
-        OrderedDict(
-            body=nn.Sequential(nn.Linear(4, 8), nn.BatchNorm1d(8), nn.ReLU(), nn.Linear(8, 8)),
-            head=nn.Linear(8, 3),
-        )
-    )
-    return [make_model(), other]
+def plot_resume(
+    straight: list[float], resumed: Mapping[str, list[float]], distances: Mapping[str, list[float]]
+) -> Figure:
+    """Left: the loss of every step, unbroken run and resumed runs. Right: each resumed run's parameter distance
+    from the unbroken run after every step since the break."""
+    start = len(straight) - len(next(iter(resumed.values())))
+    steps = list(range(start + 1, len(straight) + 1))
+    fig, (left, right) = plt.subplots(1, 2, figsize=(COLUMN_WIDTH, 3.2), layout="constrained")
+    left.plot(range(1, len(straight) + 1), straight, color="0.75", linewidth=5, label="unbroken / 不中断")
+    styles = ["-", "--", ":", "-."]
+    for i, label in enumerate(resumed):
+        style = {"linestyle": styles[i % len(styles)], "color": f"C{i}"}
+        left.plot(steps, resumed[label], **style)
+        right.plot(steps, distances[label], label=label, **style)
+    for ax in (left, right):
+        ax.axvline(start + 0.5, color="black", linewidth=0.8)
+        ax.set_xlabel("step / 步")
+    left.set_ylabel("loss / 损失")
+    left.legend(loc="upper right")
+    right.set_ylabel("distance from unbroken / 与不中断之距")
+    right.legend(loc="upper left", title="restored / 恢复了", title_fontsize=10)
+    return fig
 
 
-def check_freeze_all_but_head(freeze_all_but_head: Callable[[nn.Module], Any]) -> None:
-    """Self-check: `freeze_all_but_head(model)` must freeze every parameter except those named 'head.*'."""
-    require(
-        callable(freeze_all_but_head),
-        "Pass the function itself: check_freeze_all_but_head(freeze_all_but_head), without ().",
-    )
-    for model in _head_models():
-        before = dict(model.named_parameters())
-        buffers = {name: b.clone() for name, b in model.named_buffers()}
-        freeze_all_but_head(model)
-        after = dict(model.named_parameters())
-        require(
-            after.keys() == before.keys() and all(after[n] is before[n] for n in before),
-            "The model's parameters were replaced: only switch requires_grad off, do not build new parameters.",
+# ----------------------------------------------------------------------------------------------------------------
+# Argument checks. Deliberately defensive where a learner's own paths and files arrive: each error names the fix.
+
+
+def _as_path(path: Any, what: str) -> Path:
+    """`path` as a Path, or a TypeError that says what to pass."""
+    if isinstance(path, bool) or not isinstance(path, str | os.PathLike):
+        raise TypeError(f"{what} must be a file path (str or pathlib.Path) like 'last.pt', not {type(path).__name__}")
+    return Path(path)
+
+
+def _check_save_path(path: Any) -> Path:
+    path = _as_path(path, "path")
+    if path.is_dir():
+        raise IsADirectoryError(f"'{path.name}' is a folder: pass a file path inside it, such as folder / 'last.pt'")
+    if not path.parent.is_dir():
+        raise FileNotFoundError(
+            f"the folder of '{path.name}' does not exist: create it first with path.parent.mkdir(parents=True)"
         )
-        require(
-            states_equal(buffers, dict(model.named_buffers())),
-            "A buffer (running mean or variance) changed: freezing should not run the model.",
+    return path
+
+
+def _check_load_arguments(path: Any, map_location: Any, weights_only: Any, safe_globals: Any) -> Path:
+    path = _as_path(path, "path")
+    if not isinstance(weights_only, bool):
+        raise TypeError(f"weights_only must be True or False, not {weights_only!r}")
+    if not (map_location is None or isinstance(map_location, str | torch.device | dict) or callable(map_location)):
+        raise TypeError(
+            "map_location must be a device such as 'cpu' or torch.device('cuda:0'), a dict such as "
+            f"{{'cuda:1': 'cuda:0'}}, or a function; not {type(map_location).__name__}"
         )
-        frozen = [name for name, p in after.items() if not p.requires_grad]
-        require(
-            bool(frozen),
-            "No parameter was frozen. The tensors in model.state_dict() are detached copies, so changing them does "
-            "nothing: loop over model.named_parameters() and call p.requires_grad_(False).",
+    if isinstance(map_location, str):
+        try:
+            torch.device(map_location)
+        except RuntimeError:
+            raise ValueError(
+                f"map_location {map_location!r} is not a device: pass 'cpu', 'cuda', 'cuda:0' or 'mps'"
+            ) from None
+    if isinstance(safe_globals, str | type) or not isinstance(safe_globals, Iterable):
+        raise TypeError(f"safe_globals must be a list of classes, e.g. safe_globals=[RunConfig]; not {safe_globals!r}")
+    return _check_file(path)
+
+
+def _check_file(path: Path) -> Path:
+    if not path.exists():
+        folder = "exists" if path.parent.is_dir() else "does not exist either"
+        raise CheckpointError(
+            f"no checkpoint file '{path.name}' (its folder {folder}): check the path, or start training from scratch"
         )
-        for name, parameter in after.items():
-            in_head = name.startswith("head.")
-            require(
-                not in_head or parameter.requires_grad,
-                f"{name} is frozen, but it belongs to the head: keep the names that start with 'head.' trainable. "
-                "(Positions looked up in state_dict() count buffers too, so they do not match parameters().)",
+    if path.is_dir():
+        raise CheckpointError(f"'{path.name}' is a folder, not a checkpoint file: pass the file inside it")
+    if path.stat().st_size == 0:
+        raise CheckpointError(
+            f"'{path.name}' is empty (0 bytes), most likely from an interrupted save: load an earlier checkpoint, "
+            "and save with save_checkpoint, which never leaves a partial file"
+        )
+    return path
+
+
+def _check_epochs(epochs: Any) -> int:
+    if isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 0:
+        raise ValueError(f"epochs must be an int >= 0, not {epochs!r}")
+    return epochs
+
+
+def _check_state_dict(state_dict: Any) -> Mapping[str, Any]:
+    """Reject what people pass instead of a state_dict, with the fix."""
+    if isinstance(state_dict, nn.Module):
+        raise TypeError("pass the model's state_dict(), not the model itself: other_model.state_dict()")
+    if not isinstance(state_dict, Mapping):
+        raise TypeError(f"state_dict must be a mapping of names to tensors, not {type(state_dict).__name__}")
+    for key, value in state_dict.items():
+        if not isinstance(key, str):
+            raise TypeError(f"state_dict keys must be str names such as 'head.weight', not {key!r}")
+        if isinstance(value, Mapping):
+            raise ValueError(
+                f"state_dict[{key!r}] is a dict: this looks like a whole training checkpoint; pass the model's "
+                f"part, e.g. checkpoint[{key!r}] or checkpoint['model']"
             )
-            require(
-                in_head or not parameter.requires_grad,
-                f"{name} is still trainable: freeze every parameter outside the head, chosen by name "
-                "(name.startswith('head.')), not by position.",
-            )
-    passed("everything but the head is frozen, chosen by name, on two different models")
+        if not isinstance(value, torch.Tensor):
+            raise TypeError(f"state_dict[{key!r}] is a {type(value).__name__}, not a tensor: pass model.state_dict()")
+    return state_dict
 
 
-def check_resume(
-    capture: Callable[..., dict],
-    restore: Callable[..., int],
-) -> None:
-    """Self-check: a run with a StepLR scheduler, resumed from `capture`'s checkpoint, must equal an unbroken run.
-
-    capture(model, optimizer, scheduler, loader, epoch) -> dict; restore(checkpoint, model, optimizer, scheduler,
-    loader) -> the number of epochs already done.
-    """
-    require(
-        callable(capture) and callable(restore),
-        "Pass the two functions themselves: check_resume(capture, restore), without ().",
-    )
-    with torch.random.fork_rng(devices=[]):  # the check seeds torch; the notebook's random state is left alone
-        _check_resume(capture, restore)
-    passed("the resumed run ends with exactly the parameters of the uninterrupted one (torch.equal)")
-
-
-def _check_resume(capture: Callable[..., dict], restore: Callable[..., int]) -> None:
-    """The body of check_resume: raise WrongAnswer at the first piece of state that was not restored."""
-    from companion.data import digits_datasets
-
-    images, labels = digits_datasets()[0].tensors
-    dataset = TensorDataset(images[:256], labels[:256])
-    total, half = 4, 2
-
-    def start(seed: int):
-        model, optimizer, loader = new_run(dataset, seed=seed, batch_size=32)
-        return model, optimizer, torch.optim.lr_scheduler.StepLR(optimizer, step_size=3, gamma=0.5), loader
-
-    model, optimizer, scheduler, loader = start(seed=0)
-    train_epochs(model, optimizer, loader, half, scheduler=scheduler)
-    expected = {
-        "model": {k: v.clone() for k, v in model.state_dict().items()},
-        "optimizer": _clone(optimizer.state_dict()),
-        "scheduler": _clone(scheduler.state_dict()),
-        "torch": torch.get_rng_state(),
-        "loader": loader.generator.get_state(),
-    }
-    checkpoint = capture(model, optimizer, scheduler, loader, half)
-    require(isinstance(checkpoint, dict), f"capture should return a dict, not {type(checkpoint).__name__}.")
-    buffer = io.BytesIO()
-    torch.save(checkpoint, buffer)
-    train_epochs(model, optimizer, loader, total - half, scheduler=scheduler)
-    straight = model.state_dict()
-
-    buffer.seek(0)
+def _sync_folder(folder: Path) -> None:
+    """Flush the folder entry of a rename to disk where the system allows it (POSIX; Windows cannot open folders)."""
     try:
-        loaded = torch.load(buffer, weights_only=True)
-    except pickle.UnpicklingError as error:
-        unsafe = _UNSAFE_GLOBAL.search(str(error))
-        what = unsafe.group(1) if unsafe else "an object it cannot rebuild"
-        raise WrongAnswer(
-            f"torch.load(..., weights_only=True) refuses your checkpoint ({what}): store the state_dict() of each "
-            "object, and plain numbers or tensors, not the objects themselves."
-        ) from None
-    model, optimizer, scheduler, loader = start(seed=1)  # another seed: everything must come from the checkpoint
-    done = restore(loaded, model, optimizer, scheduler, loader)
-    require(
-        done == half and isinstance(done, int),
-        f"restore returned {done!r}; it should return the number of epochs already done ({half}): store the epoch.",
-    )
-    require(
-        states_equal(model.state_dict(), expected["model"]),
-        "The model's parameters or buffers were not restored: model.load_state_dict(checkpoint['model']).",
-    )
-    require(
-        _equal(optimizer.state_dict(), expected["optimizer"]),
-        "The optimizer starts afresh (Adam's moments and step counts are lost): save optimizer.state_dict() and "
-        "restore it with optimizer.load_state_dict(...).",
-    )
-    require(
-        _equal(scheduler.state_dict(), expected["scheduler"]),
-        "The learning-rate scheduler starts again from epoch 0: save scheduler.state_dict() and restore it with "
-        "scheduler.load_state_dict(...).",
-    )
-    require(
-        torch.equal(torch.get_rng_state(), expected["torch"]),
-        "Dropout will draw other masks: save torch.get_rng_state() and restore it with torch.set_rng_state(...).",
-    )
-    require(
-        torch.equal(loader.generator.get_state(), expected["loader"]),
-        "The batches will come in another order: save loader.generator.get_state() and restore it with "
-        "loader.generator.set_state(...).",
-    )
-    train_epochs(model, optimizer, loader, total - done, scheduler=scheduler)
-    require(
-        states_equal(model.state_dict(), straight),
-        "After resuming, the parameters differ from an uninterrupted run: restore every piece, and nothing else.",
-    )
-
-
-def _clone(value: Any) -> Any:
-    """A deep copy of a nested state (dicts, lists, tensors), so later training cannot change it."""
-    if isinstance(value, torch.Tensor):
-        return value.clone()
-    if isinstance(value, Mapping):
-        return {k: _clone(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return type(value)(_clone(v) for v in value)
-    return value
+        descriptor = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(descriptor)
+    except OSError:
+        pass
+    finally:
+        os.close(descriptor)

@@ -1,5 +1,8 @@
-"""companion.checkpoint against PyTorch: exact resume, atomic saves under SIGKILL, safe and partial loads, freezing."""
+"""companion.checkpoint against PyTorch: exact resume, atomic saves under SIGKILL, the SHA-256 digest, safe loads
+that name a hostile file for what it is, the patterns on PyTorch's error text, partial loads, freezing."""
 
+import hashlib
+import io
 import os
 import pickle
 import signal
@@ -20,14 +23,17 @@ from torch import nn
 from torch.nn.modules.utils import consume_prefix_in_state_dict_if_present
 from torch.utils.data import TensorDataset
 
+from companion import _torch_errors
 from companion.checkpoint import (
+    DIGEST_MARK,
     PAYLOAD_LOG,
+    RECORD_LENGTH,
     CheckpointError,
     PartialLoadReport,
+    _recorded_digest,
     accuracy,
-    check_freeze_all_but_head,
-    check_resume,
     eval_frozen_batchnorm,
+    flat_parameters,
     harmless_payload,
     load_checkpoint,
     load_partial_state_dict,
@@ -39,10 +45,11 @@ from companion.checkpoint import (
     states_equal,
     strip_prefix,
     train_epochs,
+    verify_digest,
 )
+from companion.checks.checkpoint import check_resume
 from companion.data import digits_datasets
-from companion.exercises import WrongAnswer
-from companion.plotting import use_course_style
+from companion.plotting import COLUMN_WIDTH, use_course_style
 
 
 @pytest.fixture(scope="module")
@@ -231,6 +238,162 @@ def test_save_checkpoint_writes_what_torch_save_writes(tmp_path):
 
 
 # ---------------------------------------------------------------------------------------------------------------
+# The SHA-256 digest inside the file.
+
+
+def test_the_digest_covers_what_torch_save_wrote_and_the_file_stays_a_plain_zip(tmp_path):
+    state = {"weight": torch.arange(64.0), "epoch": 3}
+    path = tmp_path / "last.pt"
+    save_checkpoint(state, path)
+    buffer = io.BytesIO()
+    torch.save(state, buffer)
+    written, raw = buffer.getvalue(), path.read_bytes()
+    assert raw[: -RECORD_LENGTH - 2] + b"\x00\x00" == written  # torch.save's bytes, then the comment
+    assert _recorded_digest(path) == hashlib.sha256(written[:-2]).hexdigest()
+    with zipfile.ZipFile(path) as archive:  # any zip tool reads it, and sees the digest as the archive's comment
+        assert archive.comment == DIGEST_MARK + _recorded_digest(path).encode()
+        assert archive.testzip() is None
+    assert states_equal(torch.load(path), state) and states_equal(load_checkpoint(path), state)
+
+
+def flip(data: bytes, bit: int) -> bytes:
+    changed = bytearray(data)
+    changed[bit // 8] ^= 1 << (bit % 8)
+    return bytes(changed)
+
+
+def test_a_flipped_bit_that_torch_load_accepts_is_caught_by_the_digest(tmp_path):
+    weight = torch.arange(64.0)
+    path = tmp_path / "last.pt"
+    save_checkpoint({"weight": weight}, path)
+    raw = path.read_bytes()
+    at = raw.index(weight.numpy().tobytes())  # the tensor's bytes are stored as they are
+    (tmp_path / "flipped.pt").write_bytes(flip(raw, 8 * (at + 4 * 10) + 30))  # an exponent bit of weight[10]
+    silently = torch.load(tmp_path / "flipped.pt")["weight"]
+    assert silently[10] != weight[10] and torch.equal(silently[:10], weight[:10])  # no error, another number
+    expected = _recorded_digest(path)
+    actual = hashlib.sha256(flip(raw, 8 * (at + 40) + 30)[: -RECORD_LENGTH - 2]).hexdigest()
+    with pytest.raises(CheckpointError) as caught:
+        load_checkpoint(tmp_path / "flipped.pt")
+    message = str(caught.value)
+    assert message.startswith("'flipped.pt' is damaged: its bytes no longer match the SHA-256 digest")
+    assert f"expected {expected[:12]}..., found {actual[:12]}..." in message
+    assert "load an earlier checkpoint, or copy the file again" in message
+    assert str(tmp_path) not in message and caught.value.__cause__ is None
+
+
+def test_plain_torch_save_files_have_no_digest_and_still_load(tmp_path):
+    torch.save({"epoch": 1}, tmp_path / "plain.pt")
+    assert _recorded_digest(tmp_path / "plain.pt") is None
+    verify_digest(tmp_path / "plain.pt")  # nothing to check, nothing raised
+    assert load_checkpoint(tmp_path / "plain.pt") == {"epoch": 1}
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda raw: raw[:-1] + b"g",  # not a hex digit
+        lambda raw: raw[: -RECORD_LENGTH - 2] + b"\x00\x00" + raw[-RECORD_LENGTH:],  # the comment's length
+        lambda raw: raw[:-5],  # the end of the digest cut off
+    ],
+)
+def test_a_garbled_digest_record_is_reported_as_damage(tmp_path, damage):
+    save_checkpoint({"epoch": 1}, tmp_path / "last.pt")
+    (tmp_path / "bad.pt").write_bytes(damage((tmp_path / "last.pt").read_bytes()))
+    with pytest.raises(CheckpointError, match="'bad.pt' is damaged: the digest record .* is garbled"):
+        load_checkpoint(tmp_path / "bad.pt")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The patterns on PyTorch's error text (companion/_torch_errors.py): each against the real error it is meant for.
+
+
+def torch_load_error(path, **kwargs) -> BaseException:
+    with pytest.raises(Exception) as caught:
+        torch.load(path, **kwargs)
+    return caught.value
+
+
+def test_blocked_global_matches_pytorchs_error(tmp_path):
+    torch.save({"payload": System()}, tmp_path / "evil.pt")
+    found = _torch_errors.BLOCKED_GLOBAL.search(str(torch_load_error(tmp_path / "evil.pt")))
+    assert found and found.group(1).endswith(".system") and found.group(2) in ("posix", "nt")
+
+
+def test_refused_global_matches_pytorchs_error(tmp_path):
+    torch.save({"config": Config(0.1)}, tmp_path / "config.pt")
+    error = torch_load_error(tmp_path / "config.pt")
+    found = _torch_errors.REFUSED_GLOBAL.search(str(error))
+    assert found and found.group(1).endswith("test_checkpoint.Config")
+    assert _torch_errors.UNPICKLER_REASON in str(error)  # the reason follows PyTorch's advice, after this mark
+    assert _torch_errors.first_sentence(error).startswith("UnpicklingError: Unsupported global: GLOBAL ")
+
+
+def as_if_saved_on(path, location: bytes) -> None:
+    """Rewrite a CPU checkpoint so that its tensors say they were saved on `location` (no such device needed)."""
+    with zipfile.ZipFile(path) as source:
+        members = {info.filename: source.read(info.filename) for info in source.infolist()}
+    (pickled,) = [name for name in members if name.endswith("/data.pkl")]
+    assert members[pickled].count(b"X\x03\x00\x00\x00cpu") >= 1
+    tag = b"X" + len(location).to_bytes(4, "little") + location
+    members[pickled] = members[pickled].replace(b"X\x03\x00\x00\x00cpu", tag)
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_STORED) as target:
+        for name, data in members.items():
+            target.writestr(name, data)
+
+
+@pytest.mark.parametrize(
+    ("location", "wording"),
+    [
+        pytest.param(
+            b"cuda:0",
+            "deserialize object on a",
+            marks=pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA"),
+        ),
+        pytest.param(
+            b"mps",
+            "device not recognized",
+            marks=pytest.mark.skipif(torch.backends.mps.is_available(), reason="this machine has MPS"),
+        ),
+        (b"elsewhere", "restore data location"),
+        (b"hpu", "device module is not registered"),
+    ],
+)
+def test_missing_device_matches_each_of_pytorchs_errors(tmp_path, location, wording):
+    path = tmp_path / "moved.pt"
+    torch.save({"weight": torch.ones(2)}, path)
+    as_if_saved_on(path, location)
+    error = torch_load_error(path, map_location=None)
+    found = _torch_errors.MISSING_DEVICE.search(str(error))
+    assert found and found.group(0) == wording
+    with pytest.raises(CheckpointError, match="pass map_location='cpu'"):
+        load_checkpoint(path, map_location=None)
+    assert torch.equal(load_checkpoint(path)["weight"], torch.ones(2))  # the default map_location="cpu" fixes it
+
+
+@pytest.mark.parametrize(
+    ("name", "runs"),
+    [
+        ("posix.system", True),
+        ("eval", True),
+        ("commands.call", True),
+        ("shutil.rmtree", True),
+        ("print", True),  # a builtin function: a checkpoint never needs to call it
+        ("companion.checkpoint.harmless_payload", True),  # imported here: a function
+        ("list", False),
+        ("collections.OrderedDict", False),
+        ("numpy.core.multiarray._reconstruct", False),  # how numpy arrays are rebuilt
+        ("torch.nn.modules.container.Sequential", False),
+        ("never_imported_package.RunSettings", False),  # not imported (and never will be): CapWords, a class
+        ("never_imported_package.do_something", True),
+    ],
+)
+def test_runs_code_tells_a_call_from_a_class_without_importing(name, runs):
+    assert _torch_errors.runs_code(name) is runs
+    assert "never_imported_package" not in sys.modules
+
+
+# ---------------------------------------------------------------------------------------------------------------
 # Safe loading.
 
 
@@ -244,7 +407,7 @@ class PrintTrap:
         return (print, ("the payload printed this",))
 
 
-def test_a_crafted_pickle_is_refused_and_its_payload_does_not_run(tmp_path, capsys):
+def test_a_crafted_pickle_is_refused_named_as_possibly_malicious_and_its_payload_does_not_run(tmp_path, capsys):
     PAYLOAD_LOG.clear()
     path = tmp_path / "crafted.pt"
     torch.save({"weight": torch.ones(2), "extra": Trap(), "noise": PrintTrap()}, path)
@@ -254,16 +417,70 @@ def test_a_crafted_pickle_is_refused_and_its_payload_does_not_run(tmp_path, caps
     ]
     with pytest.raises(pickle.UnpicklingError, match="Unsupported global"):
         torch.load(path)  # PyTorch's own default refuses it
-    with pytest.raises(CheckpointError, match="weights_only=True refuses") as caught:
+    with pytest.raises(CheckpointError, match="may be malicious: do not load it with weights_only=False") as caught:
         load_checkpoint(path)
+    assert "asks to run companion.checkpoint.harmless_payload while it is loaded" in str(caught.value)
+    assert "safe_globals" not in str(caught.value)  # no advice to let it in
     assert caught.value.__cause__ is None and caught.value.__suppress_context__  # no raw unpickling traceback
-    assert "safe_globals=[TheClass]" in str(caught.value)
     assert PAYLOAD_LOG == [] and capsys.readouterr().out == ""  # nothing ran
     # The file is a real threat: trusting it runs both payloads.
     loaded = load_checkpoint(path, weights_only=False)
     assert PAYLOAD_LOG == ["the payload ran"] and loaded["extra"] == "the payload ran"
     assert capsys.readouterr().out == "the payload printed this\n"
     PAYLOAD_LOG.clear()
+
+
+class System:
+    def __reduce__(self):
+        return (os.system, ("echo this must never run",))
+
+
+class Eval:
+    def __reduce__(self):
+        return (eval, ("1 + 1",))
+
+
+class Popen:
+    def __reduce__(self):
+        return (subprocess.call, (["true"],))
+
+
+@pytest.mark.parametrize(
+    ("payload", "named", "why"),
+    [
+        (System(), f"{os.name == 'nt' and 'nt' or 'posix'}.system", "its module"),
+        (Eval(), "eval", "a file of weights and plain data never calls"),
+        (Popen(), "commands.call", "a file of weights and plain data never calls"),  # subprocess under its pickle name
+    ],
+)
+def test_a_hostile_file_is_named_so_whether_pytorch_blocks_its_module_or_not(tmp_path, payload, named, why):
+    path = tmp_path / "evil.pt"
+    save_checkpoint({"weight": torch.ones(2), "payload": payload}, path)  # a valid digest: the bytes are intact
+    with pytest.raises(CheckpointError) as caught:
+        load_checkpoint(path)
+    message = str(caught.value)
+    assert message.startswith(f"'evil.pt' asks to run {named} while it is loaded ({why}")
+    assert "may be malicious: do not load it with weights_only=False" in message
+    assert "truncated" not in message and "earlier checkpoint" not in message
+
+
+def test_the_three_kinds_of_refusal_read_differently(tmp_path):
+    """Hostile, unknown class, corrupt: each with a real file, each with its own advice."""
+    save_checkpoint({"payload": System()}, tmp_path / "evil.pt")
+    save_checkpoint({"config": Config(0.5)}, tmp_path / "config.pt")
+    good = tmp_path / "good.pt"
+    save_checkpoint(make_model().state_dict(), good)
+    (tmp_path / "cut.pt").write_bytes(good.read_bytes()[:4000])
+    messages = {}
+    for name in ["evil", "config", "cut"]:
+        with pytest.raises(CheckpointError) as caught:
+            load_checkpoint(tmp_path / f"{name}.pt")
+        messages[name] = str(caught.value)
+    assert "may be malicious" in messages["evil"] and "safe_globals" not in messages["evil"]
+    assert "If you trust this class, pass safe_globals=[TheClass]" in messages["config"]
+    assert "malicious" not in messages["config"] and "truncated" not in messages["config"]
+    assert "truncated or corrupt" in messages["cut"] and "Load an earlier checkpoint" in messages["cut"]
+    assert "malicious" not in messages["cut"]
 
 
 def test_harmless_payload_only_records_its_note():
@@ -693,21 +910,26 @@ def test_make_model_new_run_train_and_accuracy(small_set):
     assert train_epochs(model, optimizer, loader, 0) == []
 
 
-def test_plot_resume_draws_each_run_and_its_distance():
+def test_plot_resume_draws_each_runs_loss_and_its_parameter_distance():
     use_course_style()
     straight = [3.0, 2.0, 1.0, 0.5, 0.25]
-    fig = plot_resume(straight, {"full / 完整": [1.0, 0.5, 0.25], "partial": [1.5, 0.5, 0.0]})
+    losses = {"full / 完整": [1.0, 0.5, 0.25], "partial": [1.5, 0.5, 0.0]}
+    fig = plot_resume(straight, losses, {"full / 完整": [0.0, 0.0, 0.0], "partial": [0.1, 0.2, 0.3]})
     fig.canvas.draw()  # renders the Chinese labels; a missing glyph would warn, and warnings are errors here
     left, right = fig.axes
+    assert fig.get_figwidth() <= COLUMN_WIDTH
     assert [list(line.get_ydata()) for line in left.lines[:3]] == [straight, [1.0, 0.5, 0.25], [1.5, 0.5, 0.0]]
     assert list(left.lines[1].get_xdata()) == [3, 4, 5]
-    assert [list(line.get_ydata()) for line in right.lines[:2]] == [[0.0, 0.0, 0.0], [0.5, 0.0, 0.25]]
+    assert [list(line.get_ydata()) for line in right.lines[:2]] == [[0.0, 0.0, 0.0], [0.1, 0.2, 0.3]]
     assert [t.get_text() for t in right.get_legend().get_texts()] == ["full / 完整", "partial"]
     plt.close(fig)
-    with pytest.raises(ValueError, match="same number of steps"):
-        plot_resume(straight, {"a": [1.0], "b": [1.0, 2.0]})
-    with pytest.raises(ValueError, match="at most as many"):
-        plot_resume([1.0], {"a": [1.0, 2.0]})
+
+
+def test_flat_parameters_is_a_detached_copy_of_every_parameter_in_order():
+    model = nn.Sequential(nn.Linear(2, 3), nn.BatchNorm1d(3))
+    flat = flat_parameters(model)
+    assert flat.shape == (2 * 3 + 3 + 3 + 3,) and not flat.requires_grad
+    assert torch.equal(flat[:6], model[0].weight.flatten()) and torch.equal(flat[-3:], model[1].bias)
 
 
 def test_states_equal_is_exact():
@@ -723,9 +945,6 @@ def test_states_equal_is_exact():
 @pytest.mark.parametrize(
     ("call", "fix"),
     [
-        (lambda data: make_model(num_classes=0), "positive int"),
-        (lambda data: make_model(num_classes=2.0), "positive int"),
-        (lambda data: make_loader(data, batch_size=0), "positive int"),
         (lambda data: train_epochs(*new_run(data), epochs=-1), "epochs must be an int >= 0"),
         (lambda data: train_epochs(*new_run(data), epochs=1.5), "epochs must be an int >= 0"),
     ],
@@ -736,128 +955,14 @@ def test_helper_bad_arguments_name_the_fix(small_set, call, fix):
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# Exercise checks.
+# Exercise checks (tests/test_checks.py runs their tables of wrong answers).
 
 
-def right_freeze(model):
-    for name, parameter in model.named_parameters():
-        parameter.requires_grad_(name.startswith("head."))
+def test_check_resume_leaves_the_random_state_alone_and_takes_the_pair_either_way(capsys):
+    from companion.checks.checkpoint import EXERCISES
 
-
-def freeze_through_state_dict(model):
-    for name, tensor in model.state_dict().items():
-        if not name.startswith("head."):
-            tensor.requires_grad_(False)
-
-
-def freeze_everything(model):
-    for parameter in model.parameters():
-        parameter.requires_grad = False
-
-
-def freeze_by_index(model):
-    cut = list(model.state_dict()).index("head.weight")  # looked up in the state_dict, applied to parameters()
-    for i, parameter in enumerate(model.parameters()):
-        parameter.requires_grad_(i >= cut)
-
-
-def freeze_weights_only(model):
-    for name, parameter in model.named_parameters():
-        if name.endswith("weight") and not name.startswith("head."):
-            parameter.requires_grad_(False)
-
-
-def freeze_by_replacing(model):
-    right_freeze(model)
-    model.head.weight = nn.Parameter(model.head.weight.detach().clone())
-
-
-def freeze_and_run(model):
-    right_freeze(model)
-    model.train()
-    model(torch.rand(4, 1, 8, 8) if isinstance(model[0], nn.Conv2d) else torch.rand(4, 4))
-
-
-def test_check_freeze_passes_a_right_answer(capsys):
-    check_freeze_all_but_head(right_freeze)
-    assert capsys.readouterr().out.startswith("✓ Correct / 正确: everything but the head is frozen")
-
-
-@pytest.mark.parametrize(
-    ("wrong", "hint"),
-    [
-        (freeze_through_state_dict, "detached copies"),
-        (freeze_everything, "head.weight is frozen, but it belongs to the head"),
-        (freeze_by_index, "count buffers too"),
-        (freeze_weights_only, "conv1.bias is still trainable"),
-        (freeze_by_replacing, "were replaced"),
-        (freeze_and_run, "should not run the model"),
-        (right_freeze(make_model()), "without ()"),
-    ],
-)
-def test_check_freeze_rejects_wrong_answers_with_a_hint(wrong, hint):
-    with pytest.raises(WrongAnswer, match=hint):
-        check_freeze_all_but_head(wrong)
-
-
-PIECES = ["model", "optimizer", "scheduler", "torch_rng", "loader_rng"]
-
-
-def make_capture(leave_out=(), store_objects=False):
-    def capture(model, optimizer, scheduler, loader, epoch):
-        everything = {
-            "model": model.state_dict(),
-            "optimizer": optimizer if store_objects else optimizer.state_dict(),
-            "scheduler": scheduler.state_dict(),
-            "torch_rng": torch.get_rng_state(),
-            "loader_rng": loader.generator.get_state(),
-        }
-        return {"epoch": epoch, **{k: v for k, v in everything.items() if k not in leave_out}}
-
-    return capture
-
-
-def make_restore(epoch_offset=0, extra_draw=False):
-    def restore(checkpoint, model, optimizer, scheduler, loader):
-        if "model" in checkpoint:
-            model.load_state_dict(checkpoint["model"])
-        if "optimizer" in checkpoint:
-            optimizer.load_state_dict(checkpoint["optimizer"])
-        if "scheduler" in checkpoint:
-            scheduler.load_state_dict(checkpoint["scheduler"])
-        if "torch_rng" in checkpoint:
-            torch.set_rng_state(checkpoint["torch_rng"])
-        if "loader_rng" in checkpoint:
-            loader.generator.set_state(checkpoint["loader_rng"])
-        if extra_draw:
-            torch.rand(1)  # a stray draw after restoring the generator
-        return checkpoint["epoch"] + epoch_offset
-
-    return restore
-
-
-def test_check_resume_passes_a_right_answer_and_leaves_the_random_state_alone(capsys):
+    capture, restore = EXERCISES[1].reference
     state = torch.get_rng_state()
-    check_resume(make_capture(), make_restore())
+    check_resume(capture, restore)
     assert capsys.readouterr().out.startswith("✓ Correct / 正确: the resumed run ends with exactly")
     assert torch.equal(torch.get_rng_state(), state)
-
-
-@pytest.mark.parametrize(
-    ("capture", "restore", "hint"),
-    [
-        (make_capture(leave_out=["model"]), make_restore(), "model.load_state_dict"),
-        (make_capture(leave_out=["optimizer"]), make_restore(), "optimizer starts afresh"),
-        (make_capture(leave_out=["scheduler"]), make_restore(), "scheduler.state_dict"),
-        (make_capture(leave_out=["torch_rng"]), make_restore(), "torch.get_rng_state"),
-        (make_capture(leave_out=["loader_rng"]), make_restore(), "loader.generator.get_state"),
-        (make_capture(), make_restore(extra_draw=True), "Dropout will draw other masks"),
-        (make_capture(), make_restore(epoch_offset=1), "number of epochs already done"),
-        (make_capture(store_objects=True), make_restore(), "refuses your checkpoint"),
-        (lambda *args: [1, 2], make_restore(), "should return a dict"),
-        (make_capture(), None, "without ()"),
-    ],
-)
-def test_check_resume_rejects_wrong_answers_with_a_hint(capture, restore, hint):
-    with pytest.raises(WrongAnswer, match=hint.replace("(", r"\(").replace(")", r"\)")):
-        check_resume(capture, restore)

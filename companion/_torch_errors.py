@@ -1,0 +1,105 @@
+"""What load_checkpoint says when torch.load fails: PyTorch's error, read and turned into the advice a learner needs.
+
+PyTorch words its errors for its own reasons and may reword them in any release, so every pattern on its message
+text lives here, and tests/test_checkpoint.py raises the real error each pattern is meant for and checks that it
+still matches: new wording fails a test instead of quietly turning a precise message into a vague one.
+"""
+
+import re
+import sys
+from pathlib import Path
+
+# weights_only=True refuses a GLOBAL (a function or class the pickle names) in one of two ways:
+# a module PyTorch never allows ("Trying to load unsupported GLOBAL posix.system whose module posix is blocked."),
+BLOCKED_GLOBAL = re.compile(r"Trying to load unsupported GLOBAL (\S+) whose module (\S+) is blocked")
+# or any name not on its list ("Unsupported global: GLOBAL __main__.Config was not an allowed global by default.").
+REFUSED_GLOBAL = re.compile(r"GLOBAL (\S+) was not an allowed global")
+# Tensors saved on a device this machine lacks: CUDA or XPU absent, MPS unknown here, an unknown location tag,
+# a device whose module is not registered (HPU).
+MISSING_DEVICE = re.compile(
+    r"deserialize object on a|device not recognized|restore data location|device module is not registered"
+)
+# PyTorch puts two paragraphs of advice about weights_only before the real reason; this marks where it starts.
+UNPICKLER_REASON = "WeightsUnpickler error:"
+
+# Names that run commands or code when a pickle calls them. PyTorch blocks only sys, os, posix and nt; the rest it
+# reports like any unknown name (and names subprocess `commands`, its Python 2 name in pickles).
+CODE_MODULES = {
+    "os", "posix", "nt", "sys", "subprocess", "commands", "shutil", "importlib", "runpy", "pty", "socket",
+    "ctypes", "pickle", "_pickle", "marshal", "code", "codeop", "webbrowser", "multiprocessing", "signal",
+}  # fmt: skip
+CODE_BUILTINS = {"eval", "exec", "compile", "__import__", "open", "getattr", "setattr", "delattr", "breakpoint"}
+# Libraries whose functions rebuild plain values (numpy arrays and scalars): refused, but not a threat.
+VALUE_LIBRARIES = {"numpy", "torch"}
+
+
+def explain_load_error(error: BaseException, path: Path) -> str:
+    """The message of the CheckpointError for `error`, raised by torch.load on `path`: what happened, what to do."""
+    text = str(error)
+    if blocked := BLOCKED_GLOBAL.search(text):
+        return hostile(path, blocked.group(1), f"its module {blocked.group(2)} runs commands, so PyTorch blocks it")
+    if refused := REFUSED_GLOBAL.search(text):
+        name = refused.group(1)
+        if runs_code(name):
+            return hostile(path, name, "a file of weights and plain data never calls a function while it loads")
+        return (
+            f"'{path.name}' holds a Python object that weights_only=True refuses to rebuild: {name}. If the file "
+            "holds a whole pickled model, load its state_dict instead. If you trust this class, pass "
+            "safe_globals=[TheClass]; pass weights_only=False only for a file you made yourself, since loading it "
+            "can run any code"
+        )
+    if isinstance(error, AttributeError | ImportError):  # only with weights_only=False: a pickled class moved
+        return (
+            f"'{path.name}' names a class or module that cannot be found ({type(error).__name__}: {error}): a "
+            "pickled model needs its class under the same name in the same module; save state_dicts instead"
+        )
+    if MISSING_DEVICE.search(text):
+        return (
+            f"'{path.name}' holds tensors for a device this machine cannot give them ({first_sentence(error)}): "
+            "pass map_location='cpu' (the default), or a device it has"
+        )
+    return corrupt(path, error)
+
+
+def hostile(path: Path, name: str, why: str) -> str:
+    """The message for a file whose pickle asks to call `name` while it loads."""
+    return (
+        f"'{path.name}' asks to run {name} while it is loaded ({why}). The file may be malicious: do not load it "
+        "with weights_only=False. Delete it, or ask its sender for a checkpoint of state_dicts and plain data"
+    )
+
+
+def corrupt(path: Path, error: BaseException) -> str:
+    """The message for bytes torch.load cannot read: say what happened and what to do, quote PyTorch's first line."""
+    return (
+        f"'{path.name}' ({path.stat().st_size} bytes) is truncated or corrupt, not a complete torch.save file "
+        f"({first_sentence(error)}). Load an earlier checkpoint, and save with save_checkpoint, which never "
+        "leaves a partial file"
+    )
+
+
+def runs_code(name: str) -> bool:
+    """Whether the global `name` (as PyTorch prints it) is something a pickle calls, rather than a class it builds.
+
+    Decided without importing anything: importing a module that an untrusted file names would run that module.
+    """
+    module, _, attribute = name.rpartition(".")
+    module = module or "builtins"  # PyTorch prints builtins.eval as `eval`
+    root = module.split(".")[0]
+    if root in CODE_MODULES or (module == "builtins" and attribute in CODE_BUILTINS):
+        return True
+    if root in VALUE_LIBRARIES:
+        return False
+    found = getattr(sys.modules.get(module), attribute, None)  # only if that module is already imported
+    if found is not None:
+        return not isinstance(found, type)
+    return not attribute[:1].isupper()  # by Python's naming convention: classes are CapWords, functions are not
+
+
+def first_sentence(error: BaseException) -> str:
+    """The error's type and the first sentence of what PyTorch said, to quote inside our own message."""
+    text = str(error).strip()
+    if UNPICKLER_REASON in text:  # the real reason follows PyTorch's advice about weights_only
+        text = text.split(UNPICKLER_REASON, 1)[1].strip()
+    first = re.split(r"\.\s|\n", text, maxsplit=1)[0][:150]
+    return f"{type(error).__name__}: {first}"
