@@ -104,7 +104,7 @@ def plot_scatter(self: torch.Tensor, dim: int, index: torch.Tensor, src: torch.T
     """Draw 2-d `src`, `index` and `self` after `scatter_(dim, index, src)`: each src element in its own colour,
     the index cell that sends it in the same colour with the index value written in it, and the cell it lands in."""
     out = scatter_reference(self, dim, index, src)
-    colours = plt.get_cmap("tab10").colors
+    colours = plt.get_cmap("Set3").colors  # light, so the black numbers stay readable
     landed = {}  # target cell -> source cell; the last write wins, as in the reference loop
     for row, col in itertools.product(range(index.shape[0]), range(index.shape[1])):
         target = (int(index[row, col]), col) if dim == 0 else (row, int(index[row, col]))
@@ -116,7 +116,7 @@ def plot_scatter(self: torch.Tensor, dim: int, index: torch.Tensor, src: torch.T
     in_index = {(r, c) for r, c in itertools.product(range(index.shape[0]), range(index.shape[1]))}
     panels = [
         (src, "src（源）", lambda r, c: colour_of((r, c)) if (r, c) in in_index else None),
-        (index, f"index（索引）, dim={dim}", lambda r, c: colour_of((r, c))),
+        (index, "index（索引）", lambda r, c: colour_of((r, c))),
         (out, "self after scatter_（结果）", lambda r, c: colour_of(landed[(r, c)]) if (r, c) in landed else None),
     ]
     widths = [tensor.shape[1] for tensor, _, _ in panels]
@@ -139,10 +139,9 @@ def plot_scatter(self: torch.Tensor, dim: int, index: torch.Tensor, src: torch.T
         ax.set_aspect("equal")
         ax.set_xticks([c + 0.5 for c in range(tensor.shape[1])], range(tensor.shape[1]))
         ax.set_yticks([r + 0.5 for r in range(tensor.shape[0])], range(tensor.shape[0]))
-        ax.tick_params(length=0)
+        ax.tick_params(length=0, top=True, labeltop=True, bottom=False, labelbottom=False)  # columns on top
         for spine in ax.spines.values():
             spine.set_visible(False)
         ax.set_title(title, fontsize=10)
-    axes[0].set_ylabel("row / 行")
-    axes[1].set_xlabel("column / 列")
+    axes[0].set_ylabel("row / 行")  # and the column numbers along the top
     return fig
