@@ -1,24 +1,17 @@
-"""companion.devices: pick_device's order and override, run_python, the lesson's facts, the picture, the checks."""
+"""companion.devices: pick_device's order and override, run_python, the lesson's facts and the picture; the
+exercise checks of companion.checks.devices, including the stand-in for an accelerator tensor."""
 
-import inspect
+from unittest import mock
 
 import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 import torch
 
-from companion.devices import (
-    DEVICE_VARIABLE,
-    _count_cases,
-    _tensor_cases,
-    check_count_correct,
-    check_to_numpy,
-    pick_device,
-    plot_data_parallel,
-    run_python,
-)
+from companion.checks.devices import _OnAccelerator, _tensor_cases, check_to_device, check_to_numpy
+from companion.devices import DEVICE_VARIABLE, pick_device, plot_data_parallel, run_python
 from companion.exercises import WrongAnswer
-from companion.plotting import use_course_style
+from companion.plotting import COLUMN_WIDTH, use_course_style
 
 
 @pytest.fixture(autouse=True)
@@ -168,10 +161,30 @@ def test_meta_device_refuses_to_mix_with_cpu_tensors():
         torch.ones(2, device="meta").numpy()
 
 
-def test_manual_seed_seeds_every_device_kind():
-    source = inspect.getsource(torch.random._manual_seed_impl)
-    assert "torch.cuda.manual_seed_all(seed)" in source and "torch.mps.manual_seed(seed)" in source
-    assert torch.manual_seed.__doc__.strip().startswith("Sets the seed for generating random numbers on all devices")
+def test_manual_seed_calls_the_seeding_function_of_every_device_kind():
+    with mock.patch("torch.cuda.manual_seed_all") as cuda_seed_all, mock.patch("torch.mps.manual_seed") as mps_seed:
+        torch.manual_seed(1234)
+    assert cuda_seed_all.call_args_list == [mock.call(1234)] and mps_seed.call_args_list == [mock.call(1234)]
+    torch.manual_seed(0)
+
+
+def test_autocast_on_the_cpu_computes_products_in_bfloat16_and_losses_in_float32():
+    layer = torch.nn.Linear(4, 3)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        logits = layer(torch.rand(2, 4))
+        loss = torch.nn.functional.cross_entropy(logits, torch.tensor([0, 1]))
+    assert logits.dtype == torch.bfloat16 and loss.dtype == torch.float32 and layer.weight.dtype == torch.float32
+
+
+def test_grad_scaler_on_the_cpu_unscales_and_skips_an_inf_step():
+    p = torch.nn.Parameter(torch.ones(2))
+    optimizer = torch.optim.SGD([p], lr=0.1)
+    scaler = torch.amp.GradScaler("cpu")
+    scaler.scale((p * float("inf")).sum()).backward()
+    scaler.step(optimizer)
+    scaler.update()
+    assert torch.equal(p.detach(), torch.ones(2)) and scaler.get_scale() == 32768.0
+    assert torch.tensor(1e-8).half().item() == 0.0 and torch.tensor(1e-8).bfloat16().item() > 0
 
 
 def test_data_parallel_without_gpus_just_calls_the_module(capsys):
@@ -201,128 +214,109 @@ def test_plot_data_parallel_draws_one_box_per_gpu_and_both_languages():
     use_course_style()
     fig = plot_data_parallel(num_gpus=4)
     fig.canvas.draw()  # renders the Chinese text; a missing glyph would warn, and warnings are errors here
-    left, right = fig.axes
-    assert len(left.patches) == 2 + 4 and len(right.patches) == 4
+    top, bottom = fig.axes
+    assert len(top.patches) == 2 + 4 and len(bottom.patches) == 4
     texts = [t.get_text() for ax in fig.axes for t in ax.texts]
-    assert "GPU 3\nreplica, 1/4 batch\n副本，1/4 批" in texts
-    assert any("全归约" in t for t in texts) and "线程" in left.get_title()
+    assert "GPU 3: replica\n1/4 batch\n副本，1/4 批" in texts
+    assert any("全归约" in t for t in texts) and "线程" in top.get_title()
+    assert fig.get_size_inches()[0] <= COLUMN_WIDTH
+    assert min(t.get_fontsize() for ax in fig.axes for t in ax.texts) >= 10
     plt.close(fig)
 
 
-@pytest.mark.parametrize(("num_gpus", "error", "fix"), [(1, ValueError, "between 2 and 4"), (2.0, TypeError, "an int")])
-def test_plot_data_parallel_refuses_what_it_cannot_draw(num_gpus, error, fix):
-    with pytest.raises(error, match=fix):
-        plot_data_parallel(num_gpus)
-
-
-# --- exercise checks -----------------------------------------------------------------------------------------------
+# --- exercise checks (companion.checks.devices) --------------------------------------------------------------------
 
 
 def right_to_numpy(t):
-    return t.detach().cpu().numpy()
+    t = t.detach().cpu()
+    return (t.float() if t.dtype == torch.bfloat16 else t).numpy()
 
 
-def forced_to_numpy(t):
-    return t.numpy(force=True)
-
-
-def without_detach(t):
-    return t.cpu().numpy()
-
-
-def without_cpu(t):
-    return t.detach().numpy()
-
-
-def through_data(t):
-    return t.data.cpu().numpy()
-
-
-def through_a_list(t):
-    return np.array(t.detach().cpu().tolist())
-
-
-def as_a_tensor(t):
-    return t.detach().cpu()
-
-
-def one_number(t):
-    return t.detach().cpu().item()
-
-
-def unhooks_the_caller(t):
-    return t.requires_grad_(False).cpu().numpy() if t.is_leaf else t.detach().cpu().numpy()
-
-
-def not_written_yet(t):
-    raise NotImplementedError("your answer / 你的答案")  # what the student handout's stub does
+def test_the_stand_in_acts_like_a_gpu_tensor_until_copied():
+    t = torch.arange(3.0).as_subclass(_OnAccelerator)
+    assert t.device == torch.device("cuda", 0) and (t * 2).device.type == "cuda"
+    with pytest.raises(TypeError, match="Use Tensor.cpu"):
+        t.numpy()
+    for copied in (t.cpu(), t.to("cpu"), t.to(torch.device("cpu")), t.to(device="cpu")):
+        assert type(copied) is torch.Tensor and copied.numpy().tolist() == [0.0, 1.0, 2.0]
+    assert type(t.to(torch.float64)) is _OnAccelerator  # a dtype change stays on the "GPU"
+    assert t.numpy(force=True).tolist() == [0.0, 1.0, 2.0]
 
 
 def test_check_to_numpy_passes_right_answers(capsys):
-    for right in (right_to_numpy, forced_to_numpy, lambda t: t.detach().to("cpu").numpy()):
+    rights = (
+        right_to_numpy,
+        lambda t: (t.float() if t.dtype == torch.bfloat16 else t).numpy(force=True),
+        lambda t: (t.detach().to("cpu", torch.float32) if t.dtype == torch.bfloat16 else t.detach().to("cpu")).numpy(),
+    )
+    for right in rights:
         check_to_numpy(right)
-        assert capsys.readouterr().out.startswith("✓ Correct / 正确: to_numpy gives the right array for 7 kinds")
+        assert capsys.readouterr().out.startswith("✓ Correct / 正确: to_numpy gives the right array for 9 kinds")
 
 
-def test_check_to_numpy_cases_cover_grad_integers_empty_and_0d():
+def test_check_to_numpy_cases_cover_grad_integers_halves_empty_and_0d():
     cases = dict(_tensor_cases(torch.device("cpu")))
     assert cases["a tensor that requires grad"].requires_grad
     assert cases["a model output (it has a grad_fn)"].grad_fn is not None
     assert cases["a 0-d loss"].dim() == 0 and cases["an empty tensor of shape (0, 4)"].numel() == 0
-    assert {t.dtype for t in cases.values()} == {torch.float32, torch.int64, torch.bool}
+    assert {t.dtype for t in cases.values()} == {torch.float32, torch.int64, torch.bool, torch.float16, torch.bfloat16}
+    assert all(t.device.type == "cuda" for t in cases.values())  # stand-ins on a machine without a GPU
 
 
 @pytest.mark.parametrize(
     ("wrong", "hint"),
     [
-        (without_detach, r"\.detach\(\)"),
-        (without_cpu, r"\.cpu\(\)"),
-        (through_data, r"use \.detach\(\) instead"),
-        (through_a_list, "keep the data type"),
-        (as_a_tensor, "not a NumPy array"),
-        (one_number, r"\.item\(\) gives one number"),
-        (unhooks_the_caller, "changed the caller's tensor"),
-        (not_written_yet, "write the body of to_numpy first"),
+        (lambda t: np.array(t.detach().cpu().float().tolist()), "keep the data type"),
+        (lambda t: right_to_numpy(t).tolist(), "not a NumPy array"),
         (lambda t: right_to_numpy(t) + 1, "other values"),
         (lambda t: right_to_numpy(t).reshape(-1), "keep the shape"),
         (right_to_numpy(torch.ones(1)), "without ()"),
     ],
 )
-def test_check_to_numpy_rejects_wrong_answers_with_a_hint(wrong, hint):
+def test_check_to_numpy_rejects_other_wrong_answers_with_a_hint(wrong, hint):
     with pytest.raises(WrongAnswer, match=hint):
         check_to_numpy(wrong)
 
 
-def right_count(logits, labels):
-    return (logits.argmax(dim=1) == labels).sum().item()
+def test_check_to_numpy_reads_no_source():
+    namespace = {}
+    exec(
+        "def to_numpy(t):\n    t = t.detach().cpu()\n"
+        "    return (t.float() if t.dtype == torch.bfloat16 else t).numpy()",
+        {"torch": torch},
+        namespace,
+    )
+    check_to_numpy(namespace["to_numpy"])  # a function with no source file passes on behaviour alone
 
 
-def test_check_count_correct_passes_a_right_answer(capsys):
-    check_count_correct(right_count)
-    assert capsys.readouterr().out.startswith("✓ Correct / 正确: count_correct agrees on 4 batches")
+def right_to_device(batch, device):
+    if isinstance(batch, torch.Tensor):
+        return batch.to(device)
+    if isinstance(batch, dict):
+        return {key: right_to_device(value, device) for key, value in batch.items()}
+    if isinstance(batch, list | tuple):
+        return type(batch)(right_to_device(value, device) for value in batch)
+    return batch
 
 
-def test_count_cases_agree_with_a_plain_python_count():
-    for _, logits, labels in _count_cases(torch.device("cpu")):
-        rows = logits.tolist()
-        expected = sum(row.index(max(row)) == label for row, label in zip(rows, labels.tolist(), strict=True))
-        assert right_count(logits, labels) == expected
+def mutating_to_device(batch, device):
+    for key, value in batch.items():
+        if isinstance(value, torch.Tensor):
+            batch[key] = value.to(device)
+    return right_to_device(batch, device)
 
 
 @pytest.mark.parametrize(
     ("wrong", "hint"),
     [
-        (lambda logits, labels: (logits.argmax(dim=1) == labels).sum(), "returned a tensor"),
-        (lambda logits, labels: (logits.argmax(dim=1) == labels).sum().cpu().numpy(), "NumPy"),
-        (lambda logits, labels: float(right_count(logits, labels)), "return an int"),
-        (lambda logits, labels: (logits.argmax(dim=1) != labels).sum().item(), "counted the mistakes"),
-        (lambda logits, labels: (logits.argmin(dim=1) == labels).sum().item(), "compare logits.argmax"),
-        (right_count(torch.zeros(1, 2), torch.tensor([0])), "without ()"),
+        (mutating_to_device, "changed the caller's batch"),
+        (lambda batch, device: right_to_device(list(batch.values()), device), "came back as a list"),
+        (lambda batch, device: {k: v for k, v in right_to_device(batch, device).items() if k != "extra"}, "keep every"),
     ],
 )
-def test_check_count_correct_rejects_wrong_answers_with_a_hint(wrong, hint):
+def test_check_to_device_rejects_other_wrong_answers_with_a_hint(wrong, hint):
     with pytest.raises(WrongAnswer, match=hint):
-        check_count_correct(wrong)
+        check_to_device(wrong)
 
 
 def test_importing_the_module_does_not_import_matplotlib(capsys):

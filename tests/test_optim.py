@@ -1,6 +1,8 @@
-"""companion.optim against PyTorch: Adam bit for bit, the notes' Adam, SGD momentum, helpers, paths and checkers."""
+"""companion.optim against PyTorch: Adam bit for bit (and the notebook's own Adam class), the notes' Adam, SGD
+momentum, helpers, paths, and the exercise checks of companion.checks.optim."""
 
 import copy
+import json
 import re
 import warnings
 from functools import partial
@@ -12,13 +14,12 @@ import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from companion.checks.optim import check_adam_update, check_adamw_update
 from companion.data import digits_datasets
 from companion.exercises import WrongAnswer
 from companion.optim import (
     Adam,
     NotesAdam,
-    check_adam_update,
-    check_adamw_update,
     digits_batches,
     digits_mlp,
     first_step_sizes,
@@ -30,7 +31,8 @@ from companion.optim import (
     train_copies,
     trajectory,
 )
-from companion.plotting import use_course_style
+from companion.plotting import COLUMN_WIDTH, use_course_style
+from notebook_rules import NOTEBOOK_DIR
 
 # The stated tolerance of the Adam match: none. The parameters must be bit-for-bit equal.
 TOLERANCE = 0.0
@@ -63,6 +65,40 @@ def test_adam_matches_torch_adam_over_100_steps_on_the_digits(options):
     assert difference <= TOLERANCE
     assert equal_parameters(models["ours"], models["torch"])
     assert max_abs_difference(models["ours"], models["start"]) > 0.1  # it trained: the match is not vacuous
+
+
+def notebook_adam_class() -> type:
+    """The `Adam` class written in lesson 09's notebook, executed from the notebook's JSON."""
+    notebook = json.loads((NOTEBOOK_DIR / "09-adam.ipynb").read_text(encoding="utf-8"))
+    sources = ["".join(c["source"]) for c in notebook["cells"] if c["cell_type"] == "code"]
+    (source,) = [s for s in sources if s.startswith("class Adam(torch.optim.Optimizer):")]
+    namespace = {"torch": torch}
+    exec(compile(source, "09-adam.ipynb", "exec"), namespace)
+    return namespace["Adam"]
+
+
+@pytest.mark.parametrize("options", [ADAM_SETTINGS[name] for name in ("plain", "weight_decay", "amsgrad", "both")])
+def test_the_notebooks_adam_class_trains_exactly_like_the_companion_copy(options):
+    models = train_copies(
+        {
+            "notebook": partial(notebook_adam_class(), lr=1e-2, **options),
+            "companion": partial(Adam, lr=1e-2, **options),
+            "torch": partial(torch.optim.Adam, lr=1e-2, foreach=False, **options),
+        },
+        steps=100,
+    )
+    assert max_abs_difference(models["notebook"], models["companion"]) == 0.0
+    assert equal_parameters(models["notebook"], models["companion"])
+    assert equal_parameters(models["notebook"], models["torch"])
+
+
+def test_the_notebooks_adam_class_keeps_the_same_state_and_skips_frozen_parameters():
+    model = digits_mlp(0)
+    model[1].requires_grad_(False)
+    optimizer = notebook_adam_class()(model.parameters(), lr=1e-2, amsgrad=True)
+    train(model, optimizer, digits_batches(3))
+    assert len(optimizer.state) == 2
+    assert set(optimizer.state_dict()["state"][2]) == {"step", "exp_avg", "exp_avg_sq", "max_exp_avg_sq"}
 
 
 @st.composite
@@ -350,16 +386,6 @@ def test_digits_batches_are_repeatable_epochs_of_the_training_set():
     assert digits_batches(0) == []
 
 
-@pytest.mark.parametrize(
-    ("arguments", "fix"), [({"steps": -1}, "steps must be >= 0"), ({"steps": 1, "batch_size": 0}, "batch_size >= 1")]
-)
-def test_digits_batches_bad_arguments_name_the_fix(arguments, fix):
-    with pytest.raises(ValueError, match=fix):
-        digits_batches(**arguments)
-    with pytest.raises(ValueError, match="at most 1348"):
-        digits_batches(1, batch_size=2000)
-
-
 def test_train_returns_the_losses_and_learns():
     model = digits_mlp(0)
     batches = digits_batches(60)
@@ -390,8 +416,6 @@ def test_rosenbrock_values_and_gradient():
     rosenbrock(xy).backward()
     x, y = -1.5, 2.0
     assert xy.grad.tolist() == pytest.approx([-2 * (1 - x) - 400 * x * (y - x**2), 200 * (y - x**2)])
-    with pytest.raises(ValueError, match=re.escape("shape (..., 2)")):
-        rosenbrock(torch.zeros(3))
 
 
 def test_trajectory_records_each_step_of_the_optimizer():
@@ -420,14 +444,6 @@ def test_momentum_and_adam_get_further_than_sgd_on_rosenbrock():
     assert final["momentum"] < final["sgd"] and final["adam"] < final["sgd"]
 
 
-@pytest.mark.parametrize(
-    ("arguments", "fix"), [({"steps": -1}, "steps must be >= 0"), ({"start": (1.0,)}, "one point")]
-)
-def test_trajectory_bad_arguments_name_the_fix(arguments, fix):
-    with pytest.raises(ValueError, match=fix):
-        trajectory(partial(torch.optim.SGD, lr=1e-3), **arguments)
-
-
 def test_plot_trajectories_draws_one_panel_per_path():
     use_course_style()
     paths = {"a": trajectory(partial(torch.optim.SGD, lr=1e-3), steps=20), "b": torch.tensor([[0.0, 0.0], [1.0, 1.0]])}
@@ -439,9 +455,8 @@ def test_plot_trajectories_draws_one_panel_per_path():
     drawn = fig.axes[1].lines[0].get_xydata()
     assert drawn.tolist() == [[0.0, 0.0], [1.0, 1.0]]
     assert "最小值" in fig._suptitle.get_text()
+    assert fig.get_size_inches()[0] <= COLUMN_WIDTH
     plt.close(fig)
-    with pytest.raises(ValueError, match="paths is empty"):
-        plot_trajectories({})
 
 
 # Exercise checks ------------------------------------------------------------------------------------------------------
@@ -509,7 +524,7 @@ def test_check_adam_update_passes_right_answers_in_any_order(right, capsys):
 @pytest.mark.parametrize(
     ("wrong", "hint"),
     [
-        (adam_without_bias_correction, "no bias correction"),
+        (adam_without_bias_correction, "there is no bias correction"),
         (adam_with_notes_eps, "before the bias correction"),
         (adam_rebinding_moments, "Update the moments in place"),
         (adam_rebinding_param, "param did not change"),
@@ -551,10 +566,22 @@ def test_check_adamw_update_passes_a_right_answer(capsys):
     [
         (coupled_adamw, "Adam's L2 weight decay"),
         (late_adamw, "shrinks param first"),
-        (no_lr_adamw, "differs from torch.optim.AdamW"),
+        (no_lr_adamw, "the decay multiplied by lr"),
         (textbook_adam, "must accept (param, grad, exp_avg, exp_avg_sq, step, lr, betas, eps, weight_decay)"),
     ],
 )
 def test_check_adamw_update_rejects_wrong_answers_with_a_hint(wrong, hint):
     with pytest.raises(WrongAnswer, match=re.escape(hint)):
         check_adamw_update(wrong)
+
+
+def test_check_adam_update_names_eps_inside_the_square_root_in_both_languages():
+    def eps_inside(param, grad, exp_avg, exp_avg_sq, step, lr=1e-3, betas=(0.9, 0.999), eps=1e-8):
+        beta1, beta2 = betas
+        exp_avg.mul_(beta1).add_(grad, alpha=1 - beta1)
+        exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+        param.sub_(lr * (exp_avg / (1 - beta1**step)) / (exp_avg_sq / (1 - beta2**step) + eps).sqrt())
+
+    with pytest.raises(WrongAnswer, match="inside the square root") as caught:
+        check_adam_update(eps_inside)
+    assert "平方根" in str(caught.value)
