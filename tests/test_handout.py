@@ -16,13 +16,14 @@ import pytest
 from handout import (
     EDITIONS,
     Edition,
-    combined_notebook,
     edition_notebook,
     find_chromium,
     index_page,
+    join_chinese_lines,
     lesson_title,
-    stub_solution,
+    page_css,
 )
+from lesson_copies import answer_lines
 from notebook_rules import CJK, NOTEBOOK_DIR, ROOT
 
 LESSONS = sorted(NOTEBOOK_DIR.glob("[0-9][0-9]-*.ipynb"))
@@ -38,52 +39,59 @@ def tags(cell) -> set[str]:
 
 
 def solution_lines(notebook) -> list[str]:
-    """Lines only a solution holds (not its signatures, nor lines other cells repeat): a student must not see them."""
+    """Lines only a solution holds (not lines other cells repeat): a student must not see them."""
     elsewhere = "\n".join(cell.source for cell in notebook.cells if "solution" not in tags(cell))
-    lines = []
-    for cell in notebook.cells:
-        if "solution" in tags(cell):
-            stub = stub_solution(cell.source)
-            lines += [s for line in cell.source.splitlines() if (s := line.strip()) and s not in stub + elsewhere]
-    return lines
+    return [
+        line.strip()
+        for cell in notebook.cells
+        if "solution" in tags(cell)
+        for line in answer_lines(cell.source)
+        if line.strip() not in elsewhere and len(line.strip()) > 8
+    ]
 
 
 # ---- the edition logic -------------------------------------------------------------------------------------------
-
-
-def test_stub_keeps_signatures_and_names_but_no_answer():
-    source = "def one_hot(labels, num_classes):\n    return torch.zeros(3)\n\nanswer: int = 42\nx = y = 1\n"
-    stub = stub_solution(source)
-    assert "def one_hot(labels, num_classes):" in stub
-    assert "answer = ...  # your answer" in stub and "x = y = ..." in stub
-    assert "torch.zeros" not in stub and "42" not in stub
-    assert stub.startswith("# Exercise / 练习")
-    compile(stub, "stub", "exec")
-
-
-def test_stub_rejects_a_broken_solution_with_the_line():
-    with pytest.raises(ValueError, match="fix line 1"):
-        stub_solution("def f(:\n")
 
 
 @pytest.mark.parametrize("path", LESSONS, ids=lambda p: p.stem)
 @pytest.mark.parametrize("edition", EDITIONS, ids=lambda e: e.name)
 def test_edition_keeps_its_language_and_hides_solutions_from_students(path, edition):
     original = lesson(path)
-    result = edition_notebook(original, edition)
+    result = edition_notebook(original, edition, path.stem[:2])
     languages = {tag for cell in result.cells for tag in tags(cell) if tag.startswith("lang-")}
     assert languages == {"en": {"lang-en"}, "zh": {"lang-zh"}, "bilingual": {"lang-en", "lang-zh"}}[edition.language]
     assert sum(c.cell_type == "code" for c in result.cells) == sum(c.cell_type == "code" for c in original.cells)
     text = "\n".join(cell.source for cell in result.cells)
     hidden = solution_lines(original)
     assert hidden, "every lesson has an exercise"
+    solutions = sum("solution" in tags(c) for c in original.cells)
     if edition.version == "student":
         assert not [line for line in hidden if line in text]
-        assert text.count("# Exercise / 练习") == sum("solution" in tags(c) for c in original.cells)
+        assert sum("answer-area" in tags(c) for c in result.cells) == solutions
     else:
         assert all(line in text for line in hidden)
+        assert sum("teacher-solution" in tags(c) for c in result.cells) == solutions
     assert "```output:" not in text
+    assert all(f"lesson-{path.stem[:2]}" in tags(c) for c in result.cells), "named pages need every cell tagged"
     assert original == lesson(path), "the source notebook must not change"
+
+
+def test_figures_are_numbered_in_the_editions_language():
+    path = next(p for p in LESSONS if any("caption" in tags(c) for c in lesson(p).cells))
+    number = int(path.stem[:2])
+    english = edition_notebook(lesson(path), Edition("en", "teacher"), path.stem[:2])
+    chinese = edition_notebook(lesson(path), Edition("zh", "teacher"), path.stem[:2])
+    captions = [c.source for c in english.cells if "caption" in tags(c)]
+    assert captions[0].startswith(f"**Figure {number}.1**: ") and captions[-1].startswith(f"**Figure {number}.{len(captions)}**")
+    assert [c.source for c in chinese.cells if "caption" in tags(c)][0].startswith(f"**图 {number}.1**：")
+
+
+def test_chinese_source_lines_are_joined_without_stray_spaces():
+    assert join_chinese_lines("张量的形状，\n也就是它的维度。\nPyTorch 里\n`view` 共享内存") == (
+        "张量的形状，也就是它的维度。PyTorch 里 `view` 共享内存"
+    )
+    assert join_chinese_lines("列表：\n- 第一项\n- 第二项") == "列表：\n- 第一项\n- 第二项", "lists stay lists"
+    assert join_chinese_lines("代码：\n```python\nx = 1\ny = 2\n```") == "代码：\n```python\nx = 1\ny = 2\n```"
 
 
 def test_bad_edition_names_the_choices():
@@ -93,17 +101,17 @@ def test_bad_edition_names_the_choices():
 
 def test_lesson_titles_per_language():
     notebook = lesson(NOTEBOOK_DIR / "03-scatter.ipynb")
-    assert lesson_title(notebook, "en") == "01 · `scatter_`: writing values where an index points"
-    assert lesson_title(notebook, "zh") == "01 · `scatter_`：按索引把值写到指定位置"
+    assert lesson_title(notebook, "en").startswith("03 · `scatter_`")
+    assert lesson_title(notebook, "zh").startswith("03 · `scatter_`")
+    assert CJK.search(lesson_title(notebook, "zh")) and not CJK.search(lesson_title(notebook, "en"))
     assert lesson_title(notebook, "bilingual").count(" / ") == 1
 
 
-def test_combined_notebook_starts_each_later_lesson_on_a_new_page():
-    notebooks = [lesson(path) for path in LESSONS]
-    combined = combined_notebook(notebooks)
-    assert len(combined.cells) == sum(len(n.cells) for n in notebooks)
-    starts = [i for i, cell in enumerate(combined.cells) if "lesson-start" in tags(cell)]
-    assert len(starts) == 2 * (len(notebooks) - 1)
+def test_each_lesson_gets_a_named_page_with_its_title_and_the_edition_label():
+    css = page_css([("03", "03 · `scatter_`")], Edition("zh", "teacher"))
+    assert ".celltag_lesson-03 { page: lesson-03; }" in css
+    assert '@page lesson-03 { @top-left { content: "03 · scatter_"; } }' in css
+    assert '@top-right { content: "教师版（含答案）"; }' in css
 
 
 class Links(HTMLParser):
@@ -210,14 +218,20 @@ def test_student_editions_and_notebooks_contain_no_solution_code():
 
 
 @handout
-def test_index_links_resolve_to_built_files():
-    parser = Links()
-    parser.feed((HANDOUT / "index.html").read_text(encoding="utf-8"))
-    pdfs = built_pdfs()
-    expected = len(LESSONS) * (len(EDITIONS) * (2 if pdfs else 1) + 1) + (len(EDITIONS) if pdfs else 0)
-    assert len(parser.links) == expected
-    missing = [link for link in parser.links if not (HANDOUT / link).is_file()]
-    assert missing == []
+def test_every_link_in_every_page_resolves():
+    pages = [HANDOUT / "index.html", HANDOUT / "glossary.html", *(HANDOUT / "html").rglob("*.html")]
+    broken = []
+    for page in pages:
+        parser = Links()
+        parser.feed(page.read_text(encoding="utf-8"))
+        for link in parser.links:
+            target = link.split("#")[0]
+            if target and not link.startswith(("data:", "mailto:")) and not (page.parent / target).is_file():
+                broken.append((page.relative_to(HANDOUT).as_posix(), link))
+    assert broken == []
+    index = Links()
+    index.feed((HANDOUT / "index.html").read_text(encoding="utf-8"))
+    assert {f"html/{e.name}/{p.stem}.html" for e in EDITIONS for p in LESSONS} <= set(index.links)
 
 
 REMOTE = re.compile(
@@ -228,9 +242,17 @@ REMOTE = re.compile(
 @handout
 def test_html_references_no_remote_url():
     pages = list(HANDOUT.glob("*.html")) + list((HANDOUT / "html").rglob("*.html"))
-    assert len(pages) == 1 + len(EDITIONS) * (len(LESSONS) + 1)
+    assert len(pages) == 2 + len(EDITIONS) * (len(LESSONS) + 1)
     offenders = {page.name: REMOTE.findall(page.read_text(encoding="utf-8"))[:3] for page in pages}
     assert {name: hits for name, hits in offenders.items() if hits} == {}
+
+
+@handout
+def test_the_student_notebooks_ship_companion():
+    folder = HANDOUT / "notebooks"
+    assert (folder / "companion" / "__init__.py").is_file() and (folder / "companion" / "checks").is_dir()
+    readme = (folder / "README.md").read_text(encoding="utf-8")
+    assert "pip install" in readme and CJK.search(readme)
 
 
 def pdf_pages(path: Path) -> int:
@@ -238,43 +260,126 @@ def pdf_pages(path: Path) -> int:
     return int(re.search(r"^Pages:\s+(\d+)", info, re.M).group(1))
 
 
-def pdf_text(path: Path, last_page: int = 0) -> str:
-    pages = ["-l", str(last_page)] if last_page else []
-    command = ["pdftotext", *pages, str(path), "-"]
-    return subprocess.run(command, capture_output=True, text=True, check=True).stdout
+@functools.cache
+def pdf_page_texts(path: Path) -> list[str]:
+    """The text layer of each page (pdftotext's form feeds split the pages)."""
+    text = subprocess.run(["pdftotext", "-layout", str(path), "-"], capture_output=True, text=True, check=True).stdout
+    return text.split("\f")[:-1]
+
+
+def all_pdfs() -> list[Path]:
+    return sorted((HANDOUT / "pdf").rglob("*.pdf"))
+
+
+def needs_pdfs():
+    if not built_pdfs():
+        pytest.skip("no PDFs on this machine: Chromium was not found (make handout says how to get it)")
+
+
+EDITION_MARK = {"en": {"student": "Student edition", "teacher": "Teacher edition"}, "zh": {"student": "学生版", "teacher": "教师版"}}
+
+
+@handout
+def test_every_pdf_page_is_numbered_and_names_its_edition():
+    needs_pdfs()
+    for pdf in all_pdfs():
+        edition = next(e for e in EDITIONS if e.name in pdf.as_posix())
+        mark = EDITION_MARK["zh" if edition.language == "zh" else "en"][edition.version]
+        pages = pdf_page_texts(pdf)
+        book = pdf.parent.name == "pdf"
+        for number, text in enumerate(pages, start=1):
+            if book and number <= 2:
+                continue  # the cover and the contents carry no page furniture
+            squeezed = re.sub(r"\s+", "", text)
+            assert f"{number}/{len(pages)}" in squeezed, (pdf.name, number)
+            assert re.sub(r"\s+", "", mark) in squeezed, (pdf.name, number, mark)
+
+
+def book_lessons(edition) -> list[tuple[Path, int]]:
+    """Each lesson of a combined PDF with the page its table of contents gives."""
+    pages = pdf_page_texts(HANDOUT / "pdf" / f"{edition.name}.pdf")
+    numbers = [int(n) for n in re.findall(r"(\d+)\s*$", pages[1], re.M)][: len(LESSONS)]
+    return list(zip(LESSONS, numbers, strict=True))
 
 
 @handout
 @pytest.mark.parametrize("edition", EDITIONS, ids=lambda e: e.name)
-def test_pdfs_have_sensible_pages_and_the_titles_in_their_language(edition):
-    if not built_pdfs():
-        pytest.skip("no PDFs on this machine: Chromium was not found (make handout says how to get it)")
-    total = 0
-    for path in LESSONS:
-        pdf = HANDOUT / "pdf" / edition.name / f"{path.stem}.pdf"
-        pages = pdf_pages(pdf)
-        assert 1 <= pages <= 40, (pdf.name, pages)
-        total += pages
-        # The title page; pdftotext breaks lines and puts spaces around code spans.
-        text = re.sub(r"\s+", "", pdf_text(pdf, last_page=1))
-        english = re.sub(r"\s+|`", "", lesson_title(lesson(path), "en"))
-        assert (english in text) == (edition.language != "zh"), (edition.name, path.name, english)
-        # pdftotext returns mixed Chinese/Latin headings in scrambled pieces: look for every Chinese character.
-        chinese = set(re.findall(r"[\u4e00-\u9fff]", lesson_title(lesson(path), "zh")))
-        assert len(chinese) >= 2 and (chinese <= set(text)) == (edition.language != "en"), (edition.name, path.name)
-    combined = pdf_pages(HANDOUT / "pdf" / f"{edition.name}.pdf")
-    assert total - len(LESSONS) <= combined <= total + len(LESSONS)
+def test_every_lesson_of_a_book_starts_at_the_top_of_the_page_its_contents_give(edition):
+    needs_pdfs()
+    pages = pdf_page_texts(HANDOUT / "pdf" / f"{edition.name}.pdf")
+    for path, number in book_lessons(edition):
+        lines = [line for line in pages[number - 1].splitlines() if line.strip()]
+        # line 0 is the running header; the first line of the page itself is the lesson's title
+        first = re.sub(r"\s+|`", "", lines[1])
+        title = lesson_title(lesson(path), "zh" if edition.language == "zh" else "en").replace("`", "")
+        assert first.startswith(re.sub(r"\s+", "", title)[:12]), (edition.name, path.name, number, lines[:2])
+
+
+def blank_fraction(png: Path) -> float:
+    """The share of the page's text area (inside the margins) whose pixel rows hold nothing."""
+    from PIL import Image
+
+    image = Image.open(png).convert("L")
+    top, bottom = int(image.height * 0.07), int(image.height * 0.93)
+    rows = [image.crop((0, y, image.width, y + 1)) for y in range(top, bottom)]
+    empty = sum(min(row.getdata()) > 235 for row in rows)
+    return empty / (bottom - top)
 
 
 @handout
-def test_a_rendered_pdf_page_is_not_blank(tmp_path):
-    if not built_pdfs():
-        pytest.skip("no PDFs on this machine: Chromium was not found (make handout says how to get it)")
+@pytest.mark.parametrize("edition", EDITIONS, ids=lambda e: e.name)
+def test_no_page_but_a_lessons_last_is_mostly_empty(edition, tmp_path):
+    needs_pdfs()
+    book = HANDOUT / "pdf" / f"{edition.name}.pdf"
+    subprocess.run(["pdftoppm", "-png", "-r", "12", "-gray", str(book), str(tmp_path / "p")], check=True)
+    images = sorted(tmp_path.glob("p-*.png"), key=lambda p: int(p.stem.split("-")[1]))
+    texts = pdf_page_texts(book)
+    # Each part (lesson, glossary, answer key) starts a page: the page before a start may end a part early.
+    starts = [number for _, number in book_lessons(edition)]
+    starts += [i for i, t in enumerate(texts, start=1) if i > 2 and t.strip() and re.search(
+        r"Glossary|术语表|Answer key|答案与讲解", t.strip().splitlines()[0]) and not re.search(
+        r"Glossary|术语表|Answer key|答案与讲解", (texts[i - 2].strip().splitlines() or [""])[0])]
+    exempt = {1, 2, len(images)} | {start - 1 for start in starts}
+    fractions = {i: blank_fraction(image) for i, image in enumerate(images, start=1)}
+    wasted = {i: round(f, 2) for i, f in fractions.items() if f > 0.6 and i not in exempt}
+    report = HANDOUT / "blank-pages.json"
+    record = json.loads(report.read_text()) if report.exists() else {}
+    ordered = sorted(fractions.values())
+    record[edition.name] = {"pages": len(images), "median_blank": round(ordered[len(ordered) // 2], 2),
+                            "over_30": sum(f > 0.3 for f in ordered), "over_60_not_last": len(wasted)}
+    report.write_text(json.dumps(record, indent=1))
+    assert wasted == {}, wasted
+
+
+TORCH_FRAME = re.compile(r"torch/[\w/]+\.py|site-packages")
+CHINESE_SPACE = re.compile(r"[\u4e00-\u9fff] +[\u4e00-\u9fff]|[，。；：！？、（） ] +\S")
+
+
+@handout
+def test_no_torch_traceback_and_no_stray_space_in_chinese_text():
+    needs_pdfs()
+    for pdf in all_pdfs():
+        text = "\n".join(pdf_page_texts(pdf))
+        assert not TORCH_FRAME.search(text), (pdf.name, TORCH_FRAME.search(text).group(0))
+    for edition in EDITIONS:
+        if edition.language == "en":
+            continue
+        for path in LESSONS:
+            page = HANDOUT / "html" / edition.name / f"{path.stem}.html"
+            prose = " ".join(re.findall(r">([^<>]+)<", page.read_text(encoding="utf-8").split("<main>", 1)[1]))
+            stray = [m.group(0) for m in re.finditer(r"[\u4e00-\u9fff] [\u4e00-\u9fff]|[，。；：！？、] \S", prose)]
+            assert stray == [], (edition.name, path.name, stray[:5])
+
+
+@handout
+def test_a_rendered_pdf_page_is_not_blank_and_is_kept_for_a_look(tmp_path):
+    needs_pdfs()
     from PIL import Image
 
-    pdf = HANDOUT / "pdf" / "bilingual-teacher" / "01-scatter.pdf"
-    subprocess.run(["pdftoppm", "-png", "-r", "50", "-f", "1", "-l", "1", str(pdf), str(tmp_path / "page")], check=True)
-    image = Image.open(next(tmp_path.glob("page*.png"))).convert("L")
+    pdf = HANDOUT / "pdf" / "bilingual-teacher" / "03-scatter.pdf"
+    subprocess.run(["pdftoppm", "-png", "-r", "80", "-f", "1", "-l", "1", str(pdf), str(HANDOUT / "screenshot-pdf")], check=True)
+    shot = next(HANDOUT.glob("screenshot-pdf*.png"))
+    image = Image.open(shot).convert("L")
     dark = sum(image.histogram()[:128])
     assert dark / (image.width * image.height) > 0.01
 
@@ -290,15 +395,14 @@ def served_handout():
     server.server_close()
 
 
-def page_with_maths() -> str:
-    for path in LESSONS:
-        if any(c.cell_type == "markdown" and "$" in c.source for c in lesson(path).cells):
-            return path.stem
-    pytest.fail("no lesson has maths to render")
+def pages_with_maths() -> list[str]:
+    stems = [p.stem for p in LESSONS if any(c.cell_type == "markdown" and "$" in c.source for c in lesson(p).cells)]
+    assert stems, "no lesson has maths to render"
+    return stems
 
 
 @handout
-def test_browser_renders_maths_and_the_cjk_font_offline(served_handout):
+def test_browser_renders_all_maths_the_cjk_font_and_a_phone_sized_index(served_handout):
     chromium = find_chromium()
     if chromium is None:
         pytest.skip("no Chromium on this machine (make handout says how to get it)")
@@ -306,26 +410,46 @@ def test_browser_renders_maths_and_the_cjk_font_offline(served_handout):
 
     from handout import CHROMIUM_ARGS
 
-    url = f"{served_handout}/html/bilingual-teacher/{page_with_maths()}.html"
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
         page = browser.new_page()
         requests = []
         page.on("request", lambda request: requests.append(request.url))
-        page.goto(url, wait_until="load")
+        for stem in pages_with_maths():
+            for edition in ("bilingual-teacher", "zh-student"):
+                page.goto(f"{served_handout}/html/{edition}/{stem}.html", wait_until="load")
+                page.evaluate("() => new Promise(done => MathJax.Hub.Queue(done))")
+                rendered = page.evaluate("() => document.querySelectorAll('.MathJax, .MathJax_Display').length")
+                failed = page.evaluate("() => document.querySelectorAll('.MathJax_Error, .merror').length")
+                raw = page.evaluate(
+                    """() => [...document.querySelectorAll('.jp-MarkdownCell')]
+                           .map(c => c.innerText).join(' ').match(/\\$[^$\\s][^$]*\\$/g)"""
+                )
+                assert rendered > 0 and failed == 0 and raw is None, (stem, edition, rendered, failed, raw)
+        page.goto(f"{served_handout}/html/bilingual-teacher/09-adam.html", wait_until="load")
         page.evaluate("() => new Promise(done => MathJax.Hub.Queue(done))")
         page.evaluate("() => document.fonts.ready.then(() => true)")
-        rendered = page.evaluate("() => document.querySelectorAll('.MathJax, .MathJax_Display, .MathJax_SVG').length")
-        failed = page.evaluate("() => document.querySelectorAll('.MathJax_Error, .merror').length")
+        formula = page.locator(".MathJax_Display").first
+        formula.scroll_into_view_if_needed()
+        formula.screenshot(path=str(HANDOUT / "screenshot-adam-formula.png"))
         font = page.evaluate(
             """() => [...document.fonts].filter(f => f.family.replace(/"/g, '') === 'Course Sans SC')
                                       .map(f => f.status)"""
         )
-        covers = page.evaluate("() => document.fonts.check('16px \"Course Sans SC\"', '张量拾级')")
-        shot = HANDOUT / "screenshot-bilingual.png"
-        page.screenshot(path=str(shot), full_page=False)
+        covers = page.evaluate("""() => document.fonts.check('16px "Course Sans SC"', '张量拾级')""")
+        page.screenshot(path=str(HANDOUT / "screenshot-bilingual.png"), full_page=False)
+        phone = browser.new_page(viewport={"width": 400, "height": 800})
+        phone.goto(f"{served_handout}/index.html", wait_until="load")
+        overflow = phone.evaluate("() => document.documentElement.scrollWidth")
+        phone.screenshot(path=str(HANDOUT / "screenshot-index-400px.png"), full_page=False)
+        lesson_page = browser.new_page(viewport={"width": 1280, "height": 800})
+        lesson_page.goto(f"{served_handout}/html/en-student/03-scatter.html", wait_until="load")
+        measure = lesson_page.evaluate(
+            """() => { const p = document.querySelector('.jp-MarkdownCell p');
+                       return p.getBoundingClientRect().width / parseFloat(getComputedStyle(p).fontSize); }"""
+        )
         browser.close()
-    assert rendered > 0 and failed == 0
     assert font == ["loaded"] and covers
+    assert overflow <= 400, "the index is wider than a phone"
+    assert measure < 50, f"a prose line is {measure:.0f} em wide: too long to read"
     assert all(u.startswith(served_handout) or u.startswith("data:") for u in requests), requests
-    assert shot.stat().st_size > 10_000

@@ -1,17 +1,25 @@
 """Classroom handouts from the executed notebooks: three languages x student/teacher, as HTML, PDF and notebooks.
 
 Run `python tools/handout.py` (or `make handout`). Everything is built offline: MathJax comes from the
-`jupyter-server-mathjax` package, the CJK font from `companion/fonts`, and PDFs are printed by a local Chromium.
+`jupyter-server-mathjax` package (SVG output, whose glyphs are drawn from its bundled STIX-Web data, so hats and
+roots never depend on a web font), the CJK font from `companion/fonts`, and PDFs are printed by a local Chromium,
+whose CSS paged media gives the page furniture: a running header per lesson (named pages), "n / N" footers, a
+cover, a table of contents and PDF bookmarks.
 """
 
 import argparse
-import ast
+import contextlib
 import copy
+import datetime
 import functools
 import html
+import importlib
+import io
 import json
+import pkgutil
 import re
 import shutil
+import subprocess
 import sys
 import time
 from dataclasses import dataclass
@@ -19,6 +27,9 @@ from pathlib import Path
 
 import jupyter_server_mathjax
 import nbformat
+import torch
+from lesson_copies import exercises, one_language, stub_solutions
+import zh_sync
 from nbconvert import HTMLExporter
 
 from companion.plotting import FONT_PATH
@@ -27,18 +38,54 @@ ROOT = Path(__file__).resolve().parent.parent
 TEMPLATES = Path(__file__).parent / "templates"
 LANGUAGES = ("en", "zh", "bilingual")
 VERSIONS = ("student", "teacher")
+COPY_LANGUAGE = {"en": "en", "zh": "zh", "bilingual": "both"}
 # Page chrome in the edition's own language, so the English edition holds no Chinese and vice versa.
 TITLES = {
-    ("en", "student"): "English · Student",
-    ("en", "teacher"): "English · Teacher",
-    ("zh", "student"): "中文 · 学生版",
-    ("zh", "teacher"): "中文 · 教师版",
-    ("bilingual", "student"): "Bilingual 双语 · Student 学生版",
-    ("bilingual", "teacher"): "Bilingual 双语 · Teacher 教师版",
+    ("en", "student"): "Student edition",
+    ("en", "teacher"): "Teacher edition — answers inside",
+    ("zh", "student"): "学生版",
+    ("zh", "teacher"): "教师版（含答案）",
+    ("bilingual", "student"): "Student edition · 学生版",
+    ("bilingual", "teacher"): "Teacher edition — answers inside · 教师版（含答案）",
 }
 COURSE = {"en": "Tensor by Tensor", "zh": "张量拾级", "bilingual": "Tensor by Tensor · 张量拾级"}
-DROPPED_TAG = {"en": "lang-zh", "zh": "lang-en", "bilingual": None}
 HTML_LANG = {"en": "en", "zh": "zh-CN", "bilingual": "en"}
+WORDS = {  # the few fixed words the handout adds, per edition language
+    "en": {
+        "figure": "Figure",
+        "contents": "Contents",
+        "glossary": "Glossary",
+        "key": "Answer key",
+        "answer": "Your answer",
+        "check": "Self-check: run it in the notebook; it prints ✓ Correct or a hint",
+        "solution": "Solution",
+        "stale": "The Chinese text below was written for an earlier version of the English; it is being revised.",
+        "why": "Why it works",
+        "mistakes": "Typical wrong answers and the hint the self-check gives",
+        "discuss": "For discussion",
+        "lesson": "Lesson",
+        "prev": "previous",
+        "next": "next",
+        "made": "PyTorch {torch} · built {date}",
+    },
+    "zh": {
+        "figure": "图",
+        "contents": "目录",
+        "glossary": "术语表",
+        "key": "答案与讲解",
+        "answer": "你的答案",
+        "check": "自测：请在笔记本里运行，答对打印 ✓ 正确，答错给出提示",
+        "solution": "参考答案",
+        "stale": "下面的中文对应的是英文的旧版本，正在修订。",
+        "why": "为什么这样做",
+        "mistakes": "常见错误及自测给出的提示",
+        "discuss": "课堂讨论",
+        "lesson": "第 {n} 课",
+        "prev": "上一课",
+        "next": "下一课",
+        "made": "PyTorch {torch} · 生成于 {date}",
+    },
+}
 CHROMIUM_ARGS = [
     "--no-sandbox",
     "--disable-gpu",
@@ -47,9 +94,10 @@ CHROMIUM_ARGS = [
     "--disable-sync",
     "--no-first-run",
 ]
-STUB_NOTE = (
-    "# Exercise / 练习: write your answer here, then run the self-check below. / 在这里写出答案，再运行下面的自检。"
-)
+# A line break in the source between two Chinese characters, or after Chinese punctuation, is not a space in print.
+CJK = r"\u3000-\u303f\u3400-\u9fff\uf900-\ufaff\uff00-\uffef"
+CJK_PUNCTUATION = r"\u3000-\u303f\uff00-\uffef"
+LINE_AFTER_CJK = re.compile(rf"(?<=[{CJK}])\n[ \t]*(?![-*+>#|`\d\s])(?=(.))")
 
 
 @dataclass(frozen=True)
@@ -66,62 +114,98 @@ class Edition:
 
     @property
     def title(self) -> str:
-        """Human title in the edition's language, e.g. '中文 · 学生版'."""
+        """The edition's label in its own language(s), e.g. '学生版'."""
         return TITLES[(self.language, self.version)]
 
 
 EDITIONS = [Edition(language, version) for language in LANGUAGES for version in VERSIONS]
 
 
-def stub_solution(source: str) -> str:
-    """Replace an answer with what the learner must write: the same function signatures and names, no bodies."""
-    try:
-        tree = ast.parse(source)
-    except SyntaxError as error:
-        raise ValueError(f"a solution cell must be valid Python; fix line {error.lineno} first") from error
-    lines, stub = source.splitlines(), [STUB_NOTE]
-    for node in tree.body:
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-            signature_end = node.body[0].lineno - 1
-            stub += lines[node.lineno - 1 : signature_end]
-            stub.append('    raise NotImplementedError("your answer / 你的答案")')
-        elif isinstance(node, ast.Assign | ast.AnnAssign):
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            stub.append(" = ".join(ast.unparse(target) for target in targets) + " = ...  # your answer / 你的答案")
-    return "\n".join(stub) + "\n"
+def word(edition: Edition, key: str, **values: object) -> str:
+    """A fixed handout word in the edition's language(s)."""
+    if edition.language == "bilingual":
+        return f"{WORDS['en'][key].format(**values)} · {WORDS['zh'][key].format(**values)}"
+    return WORDS[edition.language][key].format(**values)
 
 
-def edition_notebook(notebook: nbformat.NotebookNode, edition: Edition) -> nbformat.NotebookNode:
-    """A copy of `notebook` holding only the edition's language, with solutions stubbed for students."""
+def join_chinese_lines(text: str) -> str:
+    """Join source lines broken inside Chinese prose (code fences left alone): no space between two Chinese
+    characters or after Chinese punctuation, one space between Chinese and Latin text."""
+    parts = re.split(r"(```.*?```)", text, flags=re.S)
+    for i in range(0, len(parts), 2):
+        parts[i] = LINE_AFTER_CJK.sub(lambda m: "" if re.match(f"[{CJK}]", m.group(1)) else " ", parts[i])
+        parts[i] = re.sub(rf"(?<=[{CJK_PUNCTUATION}]) (?=\S)", "", parts[i])
+    return "".join(parts)
+
+
+def edition_notebook(notebook: nbformat.NotebookNode, edition: Edition, number: str = "") -> nbformat.NotebookNode:
+    """A copy of `notebook` for one edition: its language only, solutions stubbed for students and marked for
+    teachers, figures numbered, Chinese lines joined, stale Chinese marked, every cell tagged with its lesson."""
     if edition.language not in LANGUAGES or edition.version not in VERSIONS:
         raise ValueError(f"edition must use a language from {list(LANGUAGES)} and a version from {list(VERSIONS)}")
-    result = copy.deepcopy(notebook)
-    dropped = DROPPED_TAG[edition.language]
-    result.cells = [cell for cell in result.cells if dropped not in cell.get("metadata", {}).get("tags", [])]
-    for cell in result.cells:
-        if cell.cell_type == "markdown":  # `output:NAME` fences exist for the tests; readers see plain text blocks
-            cell.source = re.sub(r"^```output:[\w-]+$", "```text", cell.source, flags=re.M)
+    marked = copy.deepcopy(notebook)
+    for i, cell in enumerate(marked.cells[:-1]):  # a Chinese cell written for older English is shown as such
+        twin = marked.cells[i + 1]
+        if "lang-en" in cell.metadata.get("tags", []) and twin.metadata.get("en_sha") not in (
+            None,
+            zh_sync.english_hash(cell.source),
+        ):
+            twin.metadata["tags"] = [*twin.metadata.get("tags", []), "zh-stale"]
+    for solution, check in exercises(marked):
+        marked.cells[solution].metadata["tags"] = [*marked.cells[solution].metadata["tags"], "teacher-solution"]
+        marked.cells[check].metadata.setdefault("tags", []).append("self-check")
+    result = one_language(marked, COPY_LANGUAGE[edition.language])
     if edition.version == "student":
-        for i, cell in enumerate(result.cells):
-            if "solution" in cell.get("metadata", {}).get("tags", []):
-                cell.source = stub_solution(cell.source)
-                cell.outputs, cell.execution_count = [], None
-                following = next((c for c in result.cells[i + 1 :] if c.cell_type == "code"), None)
-                if following is not None:  # the self-check stays, but its "correct" line would be a spoiler
-                    following.outputs = []
+        result = stub_solutions(result)
+        for cell in result.cells:
+            tags = cell.metadata.get("tags", [])
+            if "teacher-solution" in tags:
+                cell.metadata["tags"] = [t for t in tags if t != "teacher-solution"] + ["answer-area"]
+    figure = 0
+    for cell in result.cells:
+        tags = cell.metadata.setdefault("tags", [])
+        if number:
+            tags.append(f"lesson-{number}")
+        if cell.cell_type != "markdown":
+            continue
+        # `output:NAME` fences exist for the tests; readers see plain text blocks
+        cell.source = re.sub(r"^```output:[\w-]+$", "```text", cell.source, flags=re.M)
+        if "lang-zh" in tags:
+            cell.source = join_chinese_lines(cell.source)
+        if "caption" in tags:
+            language = "zh" if "lang-zh" in tags else "en"
+            figure += "lang-en" in tags or edition.language == "zh"
+            label = f"{WORDS[language]['figure']} {int(number or 0)}.{figure}"
+            cell.source = f"**{label}**{'：' if language == 'zh' else ': '}{cell.source.strip()}"
     return result
 
 
 def lesson_title(notebook: nbformat.NotebookNode, language: str) -> str:
-    """The lesson's title heading in one language ('bilingual' gives 'English / 中文')."""
-    titles = {}
-    for cell in notebook.cells[:2]:
-        for tag in cell.get("metadata", {}).get("tags", []):
-            if tag in ("lang-en", "lang-zh"):
-                titles[tag[5:]] = cell.source.splitlines()[0].lstrip("# ").strip()
-    if language == "bilingual":
-        return f"{titles['en']} / {titles['zh']}"
-    return titles[language]
+    """The lesson's title in one language ('bilingual' gives 'English / 中文'), without markdown marks."""
+    english = notebook.cells[0].source.splitlines()[0].lstrip("# ").strip()
+    chinese = notebook.cells[1].source.splitlines()[0].strip("* ").strip()
+    chinese = re.sub(r"^第 (\d\d) 课 · ", r"\1 · ", chinese)
+    return {"en": english, "zh": chinese, "bilingual": f"{english} / {chinese}"}[language]
+
+
+def plain(title: str) -> str:
+    """A title without backticks, for headers, bookmarks and page titles."""
+    return title.replace("`", "")
+
+
+def page_css(lessons: list[tuple[str, str]], edition: Edition) -> str:
+    """Named pages: each lesson's pages carry its title in the running header and the edition label."""
+    label = css_string(edition.title)
+    rules = [f"@page {{ @top-right {{ content: {label}; }} }}"]
+    for number, title in lessons:
+        rules.append(f".celltag_lesson-{number} {{ page: lesson-{number}; }}")
+        rules.append(f"@page lesson-{number} {{ @top-left {{ content: {css_string(plain(title))}; }} }}")
+    return "\n".join(rules)
+
+
+def css_string(text: str) -> str:
+    """`text` as a CSS string literal."""
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
 @functools.cache
@@ -132,30 +216,125 @@ def exporter_for(language: str) -> HTMLExporter:
     )
 
 
-def export_html(notebook: nbformat.NotebookNode, edition: Edition, title: str, root: str) -> str:
+def export_html(notebook, edition: Edition, title: str, root: str, css: str, nav: str = "") -> str:
     """HTML for one edition, with `root` the relative path from the page to the handout folder."""
-    exporter = exporter_for(edition.language)
-    banner = f'<a href="{root}index.html">{COURSE[edition.language]}</a> · {html.escape(edition.title)}'
     resources = {
         "metadata": {"name": title},
         "handout_root": root,
         "edition_language": edition.language,
         "edition_version": edition.version,
-        "banner": banner,
+        "banner": f'<a href="{root}index.html">{COURSE[edition.language]}</a> · {html.escape(edition.title)}',
+        "nav": nav,
+        "page_css": css,
+        "words": {key: word(edition, key) for key in ("answer", "check", "solution", "stale")},
     }
-    body, _ = exporter.from_notebook_node(notebook, resources=resources)
-    return body
+    body, _ = exporter_for(edition.language).from_notebook_node(notebook, resources=resources)
+    return fix_links(body, root)
 
 
-def combined_notebook(notebooks: list[nbformat.NotebookNode]) -> nbformat.NotebookNode:
-    """All lessons in one notebook, each lesson after the first starting on a new page."""
-    combined = copy.deepcopy(notebooks[0])
-    for notebook in notebooks[1:]:
-        cells = copy.deepcopy(notebook.cells)
-        for cell in cells[:2]:
-            cell.metadata.setdefault("tags", []).append("lesson-start")
-        combined.cells += cells
-    return combined
+def fix_links(page: str, root: str) -> str:
+    """Links a lesson makes into the project: the glossary becomes the handout's glossary page; README and
+    companion/ are not in the handout, so those links become plain text."""
+    page = page.replace('href="GLOSSARY.md"', f'href="{root}glossary.html"')
+    return re.sub(r'<a href="\.\./(?:README\.md|companion/?)[^"]*">(.*?)</a>', r"\1", page)
+
+
+def markdown_cell(source: str, *tags: str) -> nbformat.NotebookNode:
+    return nbformat.v4.new_markdown_cell(source, metadata={"tags": list(tags)})
+
+
+def glossary_cells(edition: Edition) -> list[nbformat.NotebookNode]:
+    """The glossary as the book's last section (its table is bilingual in every edition: it pairs the terms)."""
+    text = (ROOT / "notebooks" / "GLOSSARY.md").read_text(encoding="utf-8")
+    table = text[text.index("| English") :]
+    heading = f'<h1 id="glossary">{word(edition, "glossary")}</h1>'
+    return [markdown_cell(heading + "\n\n" + table, "lesson-glossary", "glossary")]
+
+
+def answer_key_cells(lessons: list[tuple[str, nbformat.NotebookNode]], edition: Edition) -> list:
+    """The teacher's appendix: each exercise's solution, why it works, the wrong answers its checker catches
+    (from the checkers' tables, with the hint each one gets) and a question for class discussion."""
+    tables = {
+        exercise.check.__name__: exercise
+        for info in pkgutil.iter_modules(importlib.import_module("companion.checks").__path__)
+        for exercise in getattr(importlib.import_module(f"companion.checks.{info.name}"), "EXERCISES", [])
+    }
+    languages = ["en", "zh"] if edition.language == "bilingual" else [edition.language]
+    cells = [markdown_cell(f'<h1 id="answer-key">{word(edition, "key")}</h1>', "lesson-key")]
+    for number, notebook in lessons:
+        for solution, check in exercises(notebook):
+            name = re.findall(r"\b(check_\w+)\s*\(", notebook.cells[check].source)[-1]
+            exercise = tables.get(name)
+            lines = [f"## {lesson_title(notebook, 'en' if 'en' in languages else 'zh')} · `{name}`", ""]
+            lines += ["```python", notebook.cells[solution].source.strip(), "```", ""]
+            if exercise is not None:
+                for language in languages:
+                    why = exercise.why if language == "en" else exercise.why_zh
+                    if why:
+                        lines += [f"**{WORDS[language]['why']}**: {why}", ""]
+                lines += [f"**{word(edition, 'mistakes')}**", ""]
+                for index, mistake in enumerate(exercise.mistakes):
+                    hint = hint_for(exercise, index)
+                    parts = hint.split("\n提示：", 1) + [""]
+                    shown = {"en": parts[0], "zh": parts[1]}
+                    said = " / ".join(shown[language] for language in languages if shown[language])
+                    lines.append(f"- {mistake.what}: {said}" if "en" in languages else f"- {said}")
+                lines.append("")
+                for language in languages:
+                    question = exercise.discuss if language == "en" else exercise.discuss_zh
+                    if question:
+                        lines += [f"**{WORDS[language]['discuss']}**: {question}", ""]
+            source = join_chinese_lines("\n".join(lines))
+            cells.append(markdown_cell(source, "lesson-key"))
+    return cells
+
+
+HINTS: dict[tuple[str, int], str] = {}
+
+
+def hint_for(exercise, index: int) -> str:
+    """The hint a checker gives for its `index`-th typical mistake (printed output dropped); computed once per
+    build, since some checkers train a small model on each answer."""
+    from companion.exercises import WrongAnswer
+
+    key = (exercise.check.__name__, index)
+    if key not in HINTS:
+        HINTS[key] = _hint(exercise, exercise.mistakes[index].answer)
+    return HINTS[key]
+
+
+def _hint(exercise, answer) -> str:
+    from companion.exercises import WrongAnswer
+
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):
+            exercise.check(answer)
+    except WrongAnswer as error:
+        return str(error)
+    return ""
+
+
+def cover_cells(edition: Edition, contents: list[tuple[str, int]]) -> list[nbformat.NotebookNode]:
+    """The book's cover (title in both languages, edition, PyTorch version, date) and its table of contents."""
+    made = word(edition, "made", torch=torch.__version__.split("+")[0], date=datetime.date.today().isoformat())
+    cover = (
+        '<div class="cover"><p class="cover-course">Tensor by Tensor<br>张量拾级</p>'
+        f'<p class="cover-edition">{html.escape(edition.title)}</p><p class="cover-made">{html.escape(made)}</p></div>'
+    )
+    rows = "".join(
+        f'<li><span class="toc-title">{html.escape(plain(title))}</span><span class="toc-page">{page}</span></li>'
+        for title, page in contents
+    )
+    toc = f'<h1 class="toc-heading">{word(edition, "contents")}</h1><ol class="toc">{rows}</ol>'
+    return [markdown_cell(cover, "lesson-cover"), markdown_cell(toc, "lesson-cover")]
+
+
+def pdf_page_count(path: Path) -> int:
+    """Pages of a PDF Chromium printed (pdfinfo when present, else its page objects)."""
+    if shutil.which("pdfinfo"):
+        info = subprocess.run(["pdfinfo", str(path)], capture_output=True, text=True, check=True).stdout
+        return int(re.search(r"^Pages:\s+(\d+)", info, re.M).group(1))
+    return len(re.findall(rb"/Type\s*/Page\b", path.read_bytes()))
 
 
 def find_chromium() -> str | None:
@@ -166,20 +345,39 @@ def find_chromium() -> str | None:
     return None
 
 
-def print_pdfs(pages: list[tuple[Path, Path]], chromium: str) -> None:
-    """Print each (html, pdf) pair to A4 with headless Chromium, after MathJax and the fonts have finished."""
-    from playwright.sync_api import sync_playwright
+class Printer:
+    """One headless Chromium that prints pages to A4 PDFs after MathJax and the fonts have finished."""
 
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
-        page = browser.new_page()
-        for html_path, pdf_path in pages:
-            page.goto(html_path.resolve().as_uri(), wait_until="load")
-            page.evaluate("() => new Promise(done => window.MathJax ? MathJax.Hub.Queue(done) : done())")
-            page.evaluate("() => document.fonts.ready.then(() => true)")
-            pdf_path.parent.mkdir(parents=True, exist_ok=True)
-            page.pdf(path=str(pdf_path), prefer_css_page_size=True, print_background=True)
-        browser.close()
+    def __init__(self, chromium: str) -> None:
+        from playwright.sync_api import sync_playwright
+
+        self.playwright = sync_playwright().start()
+        self.browser = self.playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
+        self.page = self.browser.new_page()
+
+    def print(self, html_path: Path, pdf_path: Path) -> int:
+        """Print one page; return its page count."""
+        self.page.goto(html_path.resolve().as_uri(), wait_until="load")
+        self.page.evaluate("() => new Promise(done => window.MathJax ? MathJax.Hub.Queue(done) : done())")
+        self.page.evaluate("() => document.fonts.ready.then(() => true)")
+        pdf_path.parent.mkdir(parents=True, exist_ok=True)
+        self.page.pdf(path=str(pdf_path), prefer_css_page_size=True, print_background=True, outline=True)
+        return pdf_page_count(pdf_path)
+
+    def close(self) -> None:
+        self.browser.close()
+        self.playwright.stop()
+
+
+def nav_links(stems: list[str], index: int, edition: Edition) -> str:
+    """Previous / contents / next links for a lesson page."""
+    links = []
+    if index > 0:
+        links.append(f'<a rel="prev" href="{stems[index - 1]}.html">← {word(edition, "prev")}</a>')
+    links.append(f'<a href="../../index.html">{word(edition, "contents")}</a>')
+    if index + 1 < len(stems):
+        links.append(f'<a rel="next" href="{stems[index + 1]}.html">{word(edition, "next")} →</a>')
+    return " · ".join(links)
 
 
 def index_page(lessons: list[tuple[str, nbformat.NotebookNode]], with_pdf: bool) -> str:
@@ -191,12 +389,11 @@ def index_page(lessons: list[tuple[str, nbformat.NotebookNode]], with_pdf: bool)
             link = f'<a href="html/{edition.name}/{stem}.html">HTML</a>'
             if with_pdf:
                 link += f' · <a href="pdf/{edition.name}/{stem}.pdf">PDF</a>'
-            links.append(f"<td>{link}</td>")
-        notebook_link = f'<td><a href="notebooks/{stem}.ipynb">ipynb</a></td>'
+            links.append(f'<td data-edition="{html.escape(edition.title)}">{link}</td>')
+        notebook_link = f'<td data-edition="ipynb"><a href="notebooks/{stem}.ipynb">ipynb</a></td>'
         title = re.sub(r"`([^`]+)`", r"<code>\1</code>", html.escape(lesson_title(notebook, "bilingual")))
         rows.append(f"<tr><th>{title}</th>{''.join(links)}{notebook_link}</tr>")
     header = "".join(f"<th>{html.escape(e.title)}</th>" for e in EDITIONS)
-    combined = ""
     if with_pdf:
         items = "".join(f'<li><a href="pdf/{e.name}.pdf">{html.escape(e.title)}</a></li>' for e in EDITIONS)
         combined = f"<h2>Whole course, one PDF per edition · 全部课程合订本</h2><ul>{items}</ul>"
@@ -206,24 +403,74 @@ def index_page(lessons: list[tuple[str, nbformat.NotebookNode]], with_pdf: bool)
             "chromium</code>) and run <code>make handout</code> again. · 未找到 Chromium，因此没有生成 PDF。</p>"
         )
     return f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>Tensor by Tensor · 张量拾级 — handouts</title>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>Tensor by Tensor · 张量拾级 — handouts</title>
 <style>
 @font-face {{ font-family: "Course Sans SC"; src: url("fonts/CourseSansSC-Regular.otf") format("opentype");
   unicode-range: U+3000-303F, U+3400-4DBF, U+4E00-9FFF, U+F900-FAFF, U+FF00-FFEF; }}
-body {{ font-family: "Course Sans SC", system-ui, Helvetica, Arial, sans-serif; margin: 2em; }}
+body {{ font-family: "Course Sans SC", system-ui, Helvetica, Arial, sans-serif; margin: 1em auto; padding: 0 1em;
+  max-width: 72rem; line-height: 1.5; }}
 table {{ border-collapse: collapse; }} th, td {{ border: 1px solid #ccc; padding: 0.4em 0.6em; text-align: left; }}
+@media (max-width: 700px) {{
+  table, tbody, tr, th, td {{ display: block; }} tr:first-child {{ display: none; }}
+  tr {{ margin-bottom: 1em; border: 1px solid #ccc; }} th, td {{ border: none; }}
+  td::before {{ content: attr(data-edition) ": "; color: #555; }}
+}}
 </style></head>
 <body>
 <h1>Tensor by Tensor · 张量拾级</h1>
-<p>Handouts for class: each lesson in English, in Chinese and bilingual; student versions replace the exercise
-solutions with a stub, teacher versions keep them.<br>
-课堂讲义：每一课都有英文版、中文版和双语版；学生版把练习答案换成待填写的空白，教师版保留答案。</p>
+<p>Handouts for class: each lesson in English, in Chinese and bilingual; student versions leave the exercises to
+solve, teacher versions keep the solutions and end with an answer key. The <a href="glossary.html">glossary</a>
+pairs every term with its Chinese name.<br>
+课堂讲义：每一课都有英文版、中文版和双语版；学生版把练习留给学生完成，教师版保留答案，并在书末附答案与讲解。
+<a href="glossary.html">术语表</a>列出每个术语的中文译名。</p>
 <table><tr><th>Lesson · 课程</th>{header}<th>Student notebook · 学生笔记本</th></tr>
 {"".join(rows)}
 </table>
 {combined}
 </body></html>
 """
+
+
+def glossary_page() -> str:
+    """The glossary as a stand-alone page, so lesson links to it resolve in every edition."""
+    exporter = HTMLExporter(template_name="basic")
+    notebook = nbformat.v4.new_notebook(cells=[markdown_cell((ROOT / "notebooks" / "GLOSSARY.md").read_text("utf-8"))])
+    body, _ = exporter.from_notebook_node(notebook)
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>Glossary · 术语表</title>
+<style>
+@font-face {{ font-family: "Course Sans SC"; src: url("fonts/CourseSansSC-Regular.otf") format("opentype");
+  unicode-range: U+3000-303F, U+3400-4DBF, U+4E00-9FFF, U+F900-FAFF, U+FF00-FFEF; }}
+body {{ font-family: "Course Sans SC", system-ui, sans-serif; margin: 1em auto; padding: 0 1em; max-width: 52rem; }}
+table {{ border-collapse: collapse; }} th, td {{ border: 1px solid #ccc; padding: 0.3em 0.5em; text-align: left; }}
+</style></head><body><p><a href="index.html">Tensor by Tensor · 张量拾级</a></p>{body}</body></html>
+"""
+
+
+def student_bundle(out_dir: Path, lessons: list[tuple[str, nbformat.NotebookNode]]) -> None:
+    """The student notebooks with the `companion` package beside them, so they run on their own."""
+    folder = out_dir / "notebooks"
+    folder.mkdir()
+    for stem, notebook in lessons:
+        nbformat.write(edition_notebook(notebook, Edition("bilingual", "student")), folder / f"{stem}.ipynb")
+    shutil.copytree(ROOT / "companion", folder / "companion", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "notebooks" / "GLOSSARY.md", folder / "GLOSSARY.md")
+    (folder / "README.md").write_text(
+        """# Tensor by Tensor · 张量拾级 — student notebooks / 学生笔记本
+
+These notebooks run on their own: the `companion` package they import is in this folder. Install the course's
+packages once, then open the folder in Jupyter:
+
+    python -m pip install "torch>=2.13,<2.15" numpy matplotlib scikit-learn tqdm psutil jupyterlab
+    jupyter lab
+
+这些笔记本可以单独运行：它们导入的 `companion` 包就在本文件夹里。先安装一次课程所需的软件包，再用 Jupyter
+打开本文件夹（命令见上）。
+""",
+        encoding="utf-8",
+    )
 
 
 def build(out_dir: Path, notebook_dir: Path = ROOT / "notebooks", chromium: str | None = None) -> dict:
@@ -239,34 +486,62 @@ def build(out_dir: Path, notebook_dir: Path = ROOT / "notebooks", chromium: str 
     for name in (FONT_PATH.name, "OFL.txt"):
         shutil.copy(FONT_PATH.parent / name, out_dir / "fonts" / name)
     lessons = [(path.stem, nbformat.read(path, as_version=4)) for path in paths]
-    pdf_jobs = []
+    stems = [stem for stem, _ in lessons]
+    printer = Printer(chromium) if chromium else None
+    pages: dict[str, list[int]] = {}
     for edition in EDITIONS:
-        editions = [edition_notebook(notebook, edition) for _, notebook in lessons]
-        for (stem, _), notebook in zip(lessons, editions, strict=True):
+        editions = [edition_notebook(notebook, edition, stem[:2]) for stem, notebook in lessons]
+        titles = [(stem[:2], lesson_title(notebook, edition.language)) for (stem, _), notebook in zip(lessons, editions)]
+        css = page_css(titles, edition)
+        counts = []
+        for index, ((stem, _), notebook) in enumerate(zip(lessons, editions, strict=True)):
             page = out_dir / "html" / edition.name / f"{stem}.html"
             page.parent.mkdir(parents=True, exist_ok=True)
-            title = lesson_title(notebook, edition.language).replace("`", "")  # a page title shows no markdown
-            page.write_text(export_html(notebook, edition, title, "../../"))
-            pdf_jobs.append((page, out_dir / "pdf" / edition.name / f"{stem}.pdf"))
+            title = plain(lesson_title(notebook, edition.language))
+            page.write_text(export_html(notebook, edition, title, "../../", css, nav_links(stems, index, edition)))
+            if printer:
+                counts.append(printer.print(page, out_dir / "pdf" / edition.name / f"{stem}.pdf"))
+        # Each lesson starts a new named page, so it fills as many pages in the book as in its own PDF.
+        first = [3 + sum(counts[:i]) for i in range(len(counts))] if printer else [0] * len(lessons)
+        contents = [(title, page) for (_, title), page in zip(titles, first)]
+        appendix = glossary_cells(edition)
+        if edition.version == "teacher":
+            appendix += answer_key_cells([(stem[:2], nb) for (stem, _), nb in zip(lessons, editions)], edition)
+        if printer:
+            contents.append((word(edition, "glossary"), 3 + sum(counts)))
+        book = nbformat.v4.new_notebook(metadata=lessons[0][1].metadata)
+        book.cells = cover_cells(edition, contents) + [c for nb in editions for c in nb.cells] + appendix
         whole = out_dir / "html" / f"{edition.name}.html"
         title = f"{COURSE[edition.language]} · {edition.title}"
-        whole.write_text(export_html(combined_notebook(editions), edition, title, "../"))
-        pdf_jobs.append((whole, out_dir / "pdf" / f"{edition.name}.pdf"))
-    (out_dir / "notebooks").mkdir()
-    for stem, notebook in lessons:
-        nbformat.write(
-            edition_notebook(notebook, Edition("bilingual", "student")), out_dir / "notebooks" / f"{stem}.ipynb"
+        book_css = css + BOOK_CSS + "".join(
+            f"@page {page} {{ @top-left {{ content: {css_string(word(edition, key))}; }} }}\n"
+            for page, key in (("glossary", "glossary"), ("answer-key", "key"))
         )
-    html_seconds = time.monotonic() - start
-    if chromium:
-        print_pdfs(pdf_jobs, chromium)
-    (out_dir / "index.html").write_text(index_page(lessons, with_pdf=bool(chromium)))
+        whole.write_text(export_html(book, edition, title, "../", book_css))
+        if printer:
+            counts.append(printer.print(whole, out_dir / "pdf" / f"{edition.name}.pdf"))
+        pages[edition.name] = counts
+    if printer:
+        printer.close()
+    student_bundle(out_dir, lessons)
+    (out_dir / "glossary.html").write_text(glossary_page(), encoding="utf-8")
+    (out_dir / "index.html").write_text(index_page(lessons, with_pdf=bool(chromium)), encoding="utf-8")
+    (out_dir / "pages.json").write_text(json.dumps(pages, indent=1))
     return {
         "lessons": len(lessons),
-        "html_seconds": round(html_seconds, 1),
         "total_seconds": round(time.monotonic() - start, 1),
-        "pdfs": len(pdf_jobs) if chromium else 0,
+        "pdfs": sum(len(c) for c in pages.values()) if chromium else 0,
+        "book_pages": {name: counts[-1] for name, counts in pages.items()} if chromium else {},
     }
+
+
+# The cover and the contents have no running header or page number; the glossary and answer key have their own.
+BOOK_CSS = """
+.celltag_lesson-cover { page: cover; }
+@page cover { @top-left { content: none; } @top-right { content: none; } @bottom-center { content: none; } }
+.celltag_lesson-glossary { page: glossary; }
+.celltag_lesson-key { page: answer-key; }
+"""
 
 
 def main(argv: list[str] | None = None) -> int:
