@@ -177,6 +177,7 @@ def stub_solutions(notebook: nbformat.NotebookNode) -> nbformat.NotebookNode:
 def one_language(notebook: nbformat.NotebookNode, language: str) -> nbformat.NotebookNode:
     """A copy holding only `language`'s prose ("en", "zh" or "both"). The Chinese copy gets its title line
     `**第 NN 课 · 标题**` as the level-1 heading, so the table of contents has one title per lesson."""
+    language = "both" if language == "bilingual" else language  # the handouts' name for it
     if language not in LANGUAGES:
         raise ValueError(f"language must be one of {list(LANGUAGES)}, not {language!r}")
     result = copy.deepcopy(notebook)

@@ -129,6 +129,14 @@ class Server:
         except psutil.NoSuchProcess:
             pass
 
+    def close_sessions(self) -> None:
+        self.remember_children()
+        try:
+            for session in self.api("sessions"):
+                self.api(f"sessions/{session['id']}", method="DELETE")
+        except OSError:
+            pass
+
     def stop(self) -> None:
         self.remember_children()
         try:
@@ -277,7 +285,7 @@ def check_saved(notebook: nbformat.NotebookNode, walk: Walk, run: int) -> None:
                 if "raises-exception" not in tags(cell):
                     evalue = ANSI.sub("", output.get("evalue", ""))[:200]
                     walk.problems.append(f"run {run}: cell {index} raised {output.ename}: {evalue}")
-                elif after_solution(notebook, index) and output.ename != "NotImplementedError":
+                elif after_solution(notebook, index) and output.ename not in ("NotImplementedError", "WrongAnswer"):
                     walk.problems.append(f"run {run}: the self-check of a stub (cell {index}) raised {output.ename}")
             elif output.output_type == "stream" and output.name == "stderr":
                 walk.problems.append(f"run {run}: cell {index} wrote to stderr: {output.text[:200]!r}")
@@ -333,7 +341,10 @@ def walk_lesson(context, server: Server, folder: Path, path: Path, app: str, tim
     page = context.new_page()
     try:
         relative = path.relative_to(ROOT).as_posix()
-        page.goto(server.url(f"lab/tree/{relative}" if app == "lab" else f"notebooks/{relative}"))
+        # A Lab workspace of its own per lesson: only this notebook open, nothing restored from the last one.
+        page.goto(
+            server.url(f"lab/workspaces/walk-{path.stem}/tree/{relative}" if app == "lab" else f"notebooks/{relative}")
+        )
         page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=120_000)
         wait_for_kernel(server, relative)
         menu(page, "Edit", "Clear Outputs of All Cells")
@@ -359,8 +370,14 @@ def walk_lesson(context, server: Server, folder: Path, path: Path, app: str, tim
             pass
     finally:
         page.close()
+        server.close_sessions()  # shut this lesson's kernel down before the next lesson starts one
         walk.seconds = time.monotonic() - start
     return walk
+
+
+def write_report(walks: list[Walk], wall: float) -> None:
+    report = {"wall_seconds": round(wall, 1), "walks": [walk.__dict__ for walk in walks]}
+    (OUT / "report.json").write_text(json.dumps(report, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -372,6 +389,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     from playwright.sync_api import sync_playwright
 
+    def terminate(signum, frame):  # CI's timeout: stop the servers and kernels on the way out
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    signal.signal(signal.SIGTERM, terminate)
     started = time.monotonic()
     if OUT.exists():
         shutil.rmtree(OUT)
@@ -391,6 +412,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"JupyterLab: {path.name} ...", flush=True)
                 walks.append(walk_lesson(context, servers[-1], folder, path, "lab", args.timeout))
                 print(f"  {walks[-1].seconds:.0f} s, {'ok' if not walks[-1].problems else 'PROBLEMS'}", flush=True)
+                write_report(walks, time.monotonic() - started)
             servers.pop().stop()
             chosen = [
                 p for p in sorted(folder.glob("[0-9][0-9]-*.ipynb")) if args.notebook7 and p.name[:2] == args.notebook7
@@ -406,8 +428,7 @@ def main(argv: list[str] | None = None) -> int:
             server.stop()
 
     wall = time.monotonic() - started
-    report = {"wall_seconds": round(wall, 1), "walks": [walk.__dict__ for walk in walks]}
-    (OUT / "report.json").write_text(json.dumps(report, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    write_report(walks, wall)
     failed = [walk for walk in walks if walk.problems]
     for walk in walks:
         status = "ok" if not walk.problems else f"{len(walk.problems)} problem(s)"
