@@ -17,8 +17,6 @@ from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
 import companion
-import companion.checks.losses
-import companion.checks.scatter
 from companion import (
     batchnorm,
     checkpoint,
@@ -40,7 +38,9 @@ from companion.checks import batchnorm as checks_batchnorm
 from companion.checks import conv as checks_conv
 from companion.checks import data as checks_data
 from companion.checks import devices as checks_devices
+from companion.checks import losses as checks_losses
 from companion.checks import optim as checks_optim
+from companion.checks import scatter as checks_scatter
 from companion.checks import training as checks_training
 from companion.exercises import WrongAnswer
 
@@ -356,7 +356,7 @@ BAD_CALLS = [
         id="scatter.scatter_reference-negative-index",
     ),
     pytest.param(
-        companion.checks.scatter.check_multi_hot,
+        checks_scatter.check_multi_hot,
         (F.one_hot(TARGET, 3).float(),),
         {},
         WrongAnswer,
@@ -364,7 +364,7 @@ BAD_CALLS = [
         id="checks.scatter.check_multi_hot-called",
     ),
     pytest.param(
-        companion.checks.scatter.check_class_means,
+        checks_scatter.check_class_means,
         (torch.zeros(3, 2),),
         {},
         WrongAnswer,
@@ -493,7 +493,7 @@ BAD_CALLS = [
         id="losses.cross_entropy_reference-class-out-of-range",
     ),
     pytest.param(
-        companion.checks.losses.check_bce_with_logits,
+        checks_losses.check_bce_with_logits,
         (F.binary_cross_entropy_with_logits(LOGITS, F.one_hot(TARGET, 3).float()),),
         {},
         WrongAnswer,
@@ -501,7 +501,7 @@ BAD_CALLS = [
         id="checks.losses.check_bce_with_logits-called",
     ),
     pytest.param(
-        companion.checks.losses.check_pixel_cross_entropy,
+        checks_losses.check_pixel_cross_entropy,
         (None,),
         {},
         WrongAnswer,
