@@ -70,7 +70,7 @@ def _reduce(losses: torch.Tensor, reduction: str, denominator: torch.Tensor | in
         return losses
     if reduction == "sum":
         return losses.sum()  # over every element: ()
-    return losses.sum() / denominator
+    return losses.sum() / denominator  # (): the sum over every element, divided
 
 
 # Argument checks: below the taught code. They reject what F.cross_entropy rejects (and a few things it accepts
