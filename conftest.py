@@ -18,6 +18,8 @@ def pytest_collection_modifyitems(config, items):
     """
     if not config.getoption("--rerun-notebooks"):
         return
+    import copy
+
     from nbval.plugin import IPyNbCell
 
     reordered, pending = [], {}
@@ -29,7 +31,11 @@ def pytest_collection_modifyitems(config, items):
         last = reordered.index(cells[-1])
         again = [
             IPyNbCell.from_parent(
-                notebook, name=f"{cell.name} (re-run)", cell_num=cell.cell_num, cell=cell.cell, options=cell.options
+                notebook,
+                name=f"{cell.name} (re-run)",
+                cell_num=cell.cell_num,
+                cell=copy.deepcopy(cell.cell),  # nbval merges the stored stream outputs in place on the first pass
+                options=cell.options,
             )
             for cell in cells
         ]

@@ -21,8 +21,12 @@ def require_number(value: object, name: str, low: float | None = None, high: flo
     """`value` as a float within [low, high] (a bool is not a number here); else an error naming the range."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise TypeError(f"{name} must be a number such as 0.1, not {type(value).__name__}")
-    if (low is not None and value < low) or (high is not None and value > high):
-        raise ValueError(f"{name} must be between {low} and {high}, not {value}")
+    if value != value:
+        raise ValueError(f"{name} must be a number, not NaN")
+    if low is not None and value < low:
+        raise ValueError(f"{name} must be at least {low}, not {value}")
+    if high is not None and value > high:
+        raise ValueError(f"{name} must be at most {high}, not {value}")
     return float(value)
 
 

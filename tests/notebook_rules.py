@@ -317,6 +317,14 @@ def rule_exercises_self_checked(nb: dict) -> list[str]:
     return problems
 
 
+# The study notes by title (seeds/000, 002, 004): English cells use the English name, Chinese cells the title itself.
+NOTE_NAMES = {
+    "Understanding PyTorch functions": "pytorch 函数理解",
+    "Pytorch Note": "Pytorch Note",
+    "PyTorch Basics 1": "Pytorch基础_1",
+}
+
+
 def rule_errata_proven(nb: dict) -> list[str]:
     problems = []
     cells = nb["cells"]
@@ -325,6 +333,11 @@ def rule_errata_proven(nb: dict) -> list[str]:
             continue
         if "勘误" not in source(chinese).split("\n", 1)[0]:
             problems.append("an Errata cell's Chinese twin must open with 勘误")
+        named = [name for name in NOTE_NAMES if name.lower() in source(english).lower()]
+        if not named:
+            problems.append(f"an Errata cell must name the note it corrects: one of {list(NOTE_NAMES)}")
+        elif not any(NOTE_NAMES[english_name] in source(chinese) for english_name in named):
+            problems.append(f"an Errata cell's Chinese twin must name the note by its title: {NOTE_NAMES[named[0]]}")
         after = cells[cells.index(chinese) + 1 :]
         if not after or after[0]["cell_type"] != "code":
             problems.append("an Errata note must be followed by a code cell that proves the correction")

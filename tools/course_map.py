@@ -53,7 +53,8 @@ def objectives_box(lesson: dict) -> tuple[str, str]:
     """The (English, Chinese) markdown of a lesson's opening box."""
     needs = ", ".join(lesson["requires"]) or "none"
     needs_zh = "、".join(lesson["requires"])
-    english = f"**In this lesson** (about {lesson['minutes']} minutes; before it: lessons {needs})\n\n"
+    plural = "s" if len(lesson["requires"]) > 1 else ""
+    english = f"**In this lesson** (about {lesson['minutes']} minutes; before it: lesson{plural} {needs})\n\n"
     if not lesson["requires"]:
         english = f"**In this lesson** (about {lesson['minutes']} minutes; no lesson before it)\n\n"
     chinese = f"**本课目标**（约 {lesson['minutes']} 分钟；先修：第 {needs_zh} 课）\n\n"
