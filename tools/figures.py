@@ -1,0 +1,69 @@
+"""The lesson figures the issues quote, for the working tree or any commit: English words (lang-en cells), fenced
+`output:` quotes in English cells, whole-output quotes, and the longest stored error (lines).
+
+    python tools/figures.py            # the working tree
+    python tools/figures.py --at REV   # e.g. 0fa5322
+"""
+
+import argparse
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+from notebook_rules import ANSI, OUTPUT_FENCE, cell_text, code_cells, source, tags  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def notebooks(rev: str | None) -> dict[str, dict]:
+    """Lesson stem -> notebook JSON."""
+    if rev is None:
+        paths = sorted((ROOT / "notebooks").glob("[0-9][0-9]-*.ipynb"))
+        return {p.stem: json.loads(p.read_text(encoding="utf-8")) for p in paths}
+    names = subprocess.run(
+        ["git", "ls-tree", "--name-only", rev, "notebooks/"], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout.split()
+    found = {}
+    for name in sorted(n for n in names if re.search(r"/\d\d-.*\.ipynb$", n)):
+        text = subprocess.run(["git", "show", f"{rev}:{name}"], cwd=ROOT, capture_output=True, text=True, check=True)
+        found[Path(name).stem] = json.loads(text.stdout)
+    return found
+
+
+def figures(notebook: dict) -> dict[str, int]:
+    """The figures of one lesson."""
+    english = [c for c in notebook["cells"] if "lang-en" in tags(c)]
+    stored = {t[7:]: cell_text(c) for c in code_cells(notebook) for t in tags(c) if t.startswith("output:")}
+    quotes = [(name, text) for c in english for name, text in OUTPUT_FENCE.findall(source(c))]
+    whole = sum(
+        1 for name, text in quotes if name in stored and len(stored[name].strip().splitlines()) > 1
+        and text.strip() == stored[name].strip()
+    )
+    errors = [
+        len(ANSI.sub("", "\n".join(o.get("traceback", []))).strip().splitlines())
+        for c in code_cells(notebook)
+        for o in c.get("outputs", [])
+        if o.get("output_type") == "error"
+    ]
+    return {
+        "words": sum(len(source(c).split()) for c in english),
+        "quotes": len(quotes),
+        "whole_quotes": whole,
+        "longest_error": max(errors, default=0),
+    }
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--at", metavar="REV")
+    rows = {stem: figures(nb) for stem, nb in notebooks(parser.parse_args().at).items()}
+    print("| lesson | English words | output quotes | whole-output quotes | longest error (lines) |")
+    print("| --- | ---: | ---: | ---: | ---: |")
+    for stem, f in rows.items():
+        print(f"| {stem} | {f['words']:,} | {f['quotes']} | {f['whole_quotes']} | {f['longest_error']} |")
+    total = {k: sum(f[k] for f in rows.values()) for k in ("words", "quotes", "whole_quotes")}
+    longest = max(f["longest_error"] for f in rows.values())
+    print(f"| **all** | {total['words']:,} | {total['quotes']} | {total['whole_quotes']} | {longest} |")
