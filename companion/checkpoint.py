@@ -397,15 +397,14 @@ def plot_resume(
     styles = ["-", "--", ":", "-."]
     for i, label in enumerate(resumed):
         style = {"linestyle": styles[i % len(styles)], "color": f"C{i}"}
-        left.plot(steps, resumed[label], **style)
-        right.plot(steps, distances[label], label=label, **style)
+        left.plot(steps, resumed[label], label=label, **style)
+        right.plot(steps, distances[label], **style)
     for ax in (left, right):
         ax.axvline(start + 0.5, color="black", linewidth=0.8)
         ax.set_xlabel("step / 步")
     left.set_ylabel("loss / 损失")
-    left.legend(loc="upper right")
+    left.legend(loc="upper right")  # the loss has fallen by the break, leaving the upper right empty
     right.set_ylabel("distance from unbroken / 与不中断之距")
-    right.legend(loc="upper left", title="restored / 恢复了", title_fontsize=10)
     return fig
 
 
