@@ -35,8 +35,10 @@ from companion import (
 )
 from companion.checkpoint import CheckpointError
 from companion.checks import batchnorm as checks_batchnorm
+from companion.checks import checkpoint as checks_checkpoint
 from companion.checks import conv as checks_conv
 from companion.checks import data as checks_data
+from companion.checks import ddp as checks_ddp
 from companion.checks import devices as checks_devices
 from companion.checks import losses as checks_losses
 from companion.checks import optim as checks_optim
@@ -69,7 +71,16 @@ NO_BAD_INPUT = {
     "checkpoint.CheckpointError": "an exception class raised by load_checkpoint; any message is valid",
     "checkpoint.harmless_payload": "stands in for an attacker's code inside a pickle: records any note by design",
     "checkpoint.PartialLoadReport": "a result record that load_partial_state_dict fills in",
+    "checkpoint.make_model": "exempt: a model builder the lesson calls with its own arguments",
+    "checkpoint.make_loader": "exempt: builds the lesson's loader from its own data set and seed",
+    "checkpoint.new_run": "exempt: starts the lesson's runs with its own data set, seeds and learning rate",
+    "checkpoint.flat_parameters": "exempt: a one-line view of the lesson's own models for the resume figure",
+    "checkpoint.plot_resume": "exempt: a plot helper called only with the lesson's own runs",
     "ddp.spawn_worker": "torch.multiprocessing.spawn's target: called here it would redirect this process's output",
+    "ddp.regression_data": "exempt: builds the lesson's data set; the lesson and its script call it with its own size",
+    "ddp.flat_parameters": "exempt: a one-line view of the lesson's own models and DDP wrappers",
+    "ddp.sampler_table": "exempt: tabulates DistributedSampler for the lesson's own small cases",
+    "ddp.plot_sampler": "exempt: a plot helper, called only with the lesson's own arguments",
     "ddp_launch.LaunchError": "an exception class the launcher builds from its own results",
     "ddp_launch.RankResults": "a result record the launcher builds from the ranks' files",
     "ddp_launch.ScriptRun": "a result record that run_script builds",
@@ -168,7 +179,15 @@ KERNELS = torch.randn(2, 4, 3, 3, generator=_GENERATOR)  # conv weight
 FEATURES = torch.randn(2, 3, 4, 4, generator=_GENERATOR)  # batchnorm input
 RUNNING_BATCHES = torch.randn(3, 4, 1, 2, 2, generator=_GENERATOR)
 BN3 = batchnorm.BatchNorm2dReference(3)
-REGRESSION = ddp.regression_data(8)
+
+
+def _a_script(tmp_path: Path) -> Path:
+    path = tmp_path / "train.py"
+    path.write_text("print('a rank')\n")
+    return path
+
+
+SCRIPT = Built(_a_script, "a script file")  # launches refuse their other arguments before starting anything
 
 
 def make_adam(params):
@@ -1269,46 +1288,6 @@ BAD_CALLS = [
     ),
     # checkpoint ---------------------------------------------------------------------------------------------------
     pytest.param(
-        checkpoint.make_model,
-        (0,),
-        {},
-        ValueError,
-        "num_classes must be a positive int such as 10",
-        id="checkpoint.make_model-zero",
-    ),
-    pytest.param(
-        checkpoint.make_model,
-        ("10",),
-        {},
-        ValueError,
-        "num_classes must be a positive int such as 10",
-        id="checkpoint.make_model-str",
-    ),
-    pytest.param(
-        checkpoint.make_loader,
-        (IMAGES,),
-        {"batch_size": 0},
-        ValueError,
-        "batch_size must be a positive int such as 64",
-        id="checkpoint.make_loader-zero-batch",
-    ),
-    pytest.param(
-        checkpoint.new_run,
-        (IMAGES,),
-        {"batch_size": 0},
-        ValueError,
-        "batch_size must be a positive int such as 64",
-        id="checkpoint.new_run-zero-batch",
-    ),
-    pytest.param(
-        checkpoint.new_run,
-        (IMAGES,),
-        {"lr": -0.01},
-        ValueError,
-        "such as 0.01",
-        id="checkpoint.new_run-negative-lr",
-    ),
-    pytest.param(
         checkpoint.train_epochs,
         (DIGITS_MODEL, SGD, DataLoader(IMAGES), -1),
         {},
@@ -1339,22 +1318,6 @@ BAD_CALLS = [
         TypeError,
         "pass model.state_dict()",
         id="checkpoint.states_equal-models",
-    ),
-    pytest.param(
-        checkpoint.plot_resume,
-        ([1.0, 2.0], {"resumed": [1.0, 2.0, 3.0]}),
-        {},
-        ValueError,
-        "at most as many as the unbroken run",
-        id="checkpoint.plot_resume-longer-than-unbroken",
-    ),
-    pytest.param(
-        checkpoint.plot_resume,
-        ([1.0, 2.0], {"a": [1.0], "b": [1.0, 2.0]}),
-        {},
-        ValueError,
-        "every resumed run must have the same number of steps",
-        id="checkpoint.plot_resume-unequal-runs",
     ),
     pytest.param(
         checkpoint.save_checkpoint,
@@ -1581,20 +1544,36 @@ BAD_CALLS = [
         id="checkpoint.eval_frozen_batchnorm-state-dict",
     ),
     pytest.param(
-        checkpoint.check_freeze_all_but_head,
+        checks_checkpoint.check_finetune,
         (None,),
         {},
         WrongAnswer,
-        "Pass the function itself: check_freeze_all_but_head(freeze_all_but_head), without ().",
-        id="checkpoint.check_freeze_all_but_head-none",
+        "Pass the function itself: check_finetune(finetune), without ().",
+        id="checks.checkpoint.check_finetune-none",
     ),
     pytest.param(
-        checkpoint.check_resume,
+        checks_checkpoint.check_resume,
         (lambda *args: {}, {"epoch": 2}),
         {},
         WrongAnswer,
         "Pass the two functions themselves: check_resume(capture, restore), without ().",
-        id="checkpoint.check_resume-dict-restore",
+        id="checks.checkpoint.check_resume-dict-restore",
+    ),
+    pytest.param(
+        checkpoint.verify_digest,
+        (in_tmp("nope.pt"),),
+        {},
+        CheckpointError,
+        "check the path, or start training from scratch",
+        id="checkpoint.verify_digest-missing-file",
+    ),
+    pytest.param(
+        checkpoint.verify_digest,
+        (STATE,),
+        {},
+        TypeError,
+        "path must be a file path (str or pathlib.Path) like 'last.pt'",
+        id="checkpoint.verify_digest-state-instead-of-path",
     ),
     # devices ------------------------------------------------------------------------------------------------------
     pytest.param(
@@ -1689,65 +1668,6 @@ BAD_CALLS = [
     ),
     # ddp ----------------------------------------------------------------------------------------------------------
     pytest.param(
-        ddp.regression_data, (0,), {}, ValueError, "n must be a positive int such as 64", id="ddp.regression_data-zero"
-    ),
-    pytest.param(
-        ddp.regression_data,
-        (64.0,),
-        {},
-        ValueError,
-        "n must be a positive int such as 64",
-        id="ddp.regression_data-float",
-    ),
-    pytest.param(
-        ddp.make_model,
-        ("one",),
-        {},
-        TypeError,
-        "seed must be an int such as 0",
-        id="ddp.make_model-str-seed",
-    ),
-    pytest.param(
-        ddp.flat_parameters,
-        ("model",),
-        {},
-        TypeError,
-        "model must be an nn.Module such as make_model()",
-        id="ddp.flat_parameters-str",
-    ),
-    pytest.param(
-        ddp.train,
-        (ddp.make_model(), REGRESSION),
-        {"batch_size": 0, "epochs": 1},
-        ValueError,
-        "batch_size must be a positive int",
-        id="ddp.train-zero-batch",
-    ),
-    pytest.param(
-        ddp.train,
-        (ddp.make_model(), REGRESSION),
-        {"batch_size": 4, "epochs": 0},
-        ValueError,
-        "epochs must be a positive int",
-        id="ddp.train-zero-epochs",
-    ),
-    pytest.param(
-        ddp.train,
-        (ddp.make_model(), REGRESSION),
-        {"batch_size": 4, "epochs": 1, "rank": 2, "world_size": 2},
-        ValueError,
-        "rank must be in 0..1 for world_size=2",
-        id="ddp.train-rank-too-large",
-    ),
-    pytest.param(
-        ddp.epoch_means,
-        ([1.0, 2.0, 3.0], 2),
-        {},
-        ValueError,
-        "pass the number of epochs that produced them",
-        id="ddp.epoch_means-uneven",
-    ),
-    pytest.param(
         ddp.device_and_backend,
         ("0",),
         {},
@@ -1788,108 +1708,25 @@ BAD_CALLS = [
         id="ddp.local_rank_from-not-a-number",
     ),
     pytest.param(
-        ddp.all_reduce_mean,
-        ([1.0, 2.0], torch.device("cpu")),
-        {},
-        ValueError,
-        "please make sure to call init_process_group",
-        id="ddp.all_reduce_mean-no-process-group",
-    ),
-    pytest.param(
-        ddp.save_then_load_everywhere,
-        (LINEAR, in_tmp("checkpoint.pt"), torch.device("cpu")),
-        {},
-        ValueError,
-        "please make sure to call init_process_group",
-        id="ddp.save_then_load_everywhere-no-process-group",
-    ),
-    pytest.param(
-        ddp.run_rank,
-        (argparse.Namespace(local_rank=None, task="hello"),),
-        {},
-        ValueError,
-        "start the script with torchrun",
-        id="ddp.run_rank-no-launcher",
-    ),
-    pytest.param(
-        ddp.train_rank,
-        (argparse.Namespace(seed=0, fail_rank=None), torch.device("cpu"), 0, 1),
-        {},
-        ValueError,
-        "please make sure to call init_process_group",
-        id="ddp.train_rank-no-process-group",
-    ),
-    pytest.param(
-        ddp.parse_args, ([],), {}, SystemExit, "the following arguments are required: --out", id="ddp.parse_args-no-out"
-    ),
-    pytest.param(
-        ddp.parse_args,
-        (["--out", "results"],),
-        {},
-        SystemExit,
-        "python -m torch.distributed.run --standalone --nproc-per-node=2 -m companion.ddp --out DIR",
-        id="ddp.parse_args-no-launcher",
-    ),
-    pytest.param(
-        ddp.parse_args,
-        (["--out", "results", "--task", "fly"],),
-        {},
-        SystemExit,
-        "argument --task: invalid choice: 'fly' (choose from",
-        id="ddp.parse_args-unknown-task",
-    ),
-    pytest.param(
-        ddp.write_json,
-        (in_tmp("rank0.json"), {"loss": torch.tensor(1.0)}),
-        {},
-        TypeError,
-        "pass plain Python values, e.g. tensor.tolist() or tensor.item()",
-        id="ddp.write_json-tensor-value",
-    ),
-    pytest.param(
-        ddp.main.__wrapped__,  # without torch's @record, which would point faulthandler at pytest's captured stderr
-        (["--out", "results"],),
-        {},
-        SystemExit,
-        "a launcher starts this script once per rank",
-        id="ddp.main-no-launcher",
-    ),
-    pytest.param(
-        ddp.sampler_table,
-        (10, 0, 2, True),
-        {},
-        ValueError,
-        "num_replicas must be a positive int such as 2",
-        id="ddp.sampler_table-no-replicas",
-    ),
-    pytest.param(
-        ddp.plot_sampler,
-        (30,),
-        {},
-        ValueError,
-        "n in 1..24, num_replicas in 1..6, epochs in 1..6",
-        id="ddp.plot_sampler-too-large",
-    ),
-    pytest.param(
-        ddp.check_shard,
+        checks_ddp.check_shard,
         ([1, 4, 7],),
         {},
         WrongAnswer,
         "Pass the function itself: check_shard(shard), without ().",
-        id="ddp.check_shard-called",
+        id="checks.ddp.check_shard-called",
     ),
     pytest.param(
-        ddp.check_ddp_gradient,
+        checks_ddp.check_ddp_gradient,
         (torch.zeros(1, 3),),
         {},
         WrongAnswer,
         "Pass the function itself: check_ddp_gradient(ddp_gradient), without ().",
-        id="ddp.check_ddp_gradient-called",
+        id="checks.ddp.check_ddp_gradient-called",
     ),
     # ddp_launch (nothing below starts a process: every call is refused first) -------------------------------------
     pytest.param(
         ddp_launch.torchrun_command,
-        (0,),
+        (0, "train.py"),
         {},
         ValueError,
         "nproc must be between 1 and 64",
@@ -1897,15 +1734,15 @@ BAD_CALLS = [
     ),
     pytest.param(
         ddp_launch.torchrun_command,
-        ("2",),
+        ("2", "train.py"),
         {},
         TypeError,
-        "nproc must be an int such as 2",
+        "nproc must be an int such as 1",
         id="ddp_launch.torchrun_command-str",
     ),
     pytest.param(
         ddp_launch.torchrun_command,
-        (2, "--epochs", 2),
+        (2, "train.py", "--epochs", 2),
         {},
         TypeError,
         "pass the script's arguments as strings, e.g. '--epochs', '2'",
@@ -1913,7 +1750,7 @@ BAD_CALLS = [
     ),
     pytest.param(
         ddp_launch.node_command,
-        (2, 2, 1, 29500),
+        (2, 2, 1, 29500, "train.py"),
         {},
         ValueError,
         "node_rank must be in 0..1 for nnodes=2",
@@ -1921,7 +1758,7 @@ BAD_CALLS = [
     ),
     pytest.param(
         ddp_launch.node_command,
-        (0, 0, 1, 29500),
+        (0, 0, 1, 29500, "train.py"),
         {},
         ValueError,
         "nnodes must be between 1 and 64",
@@ -1929,7 +1766,7 @@ BAD_CALLS = [
     ),
     pytest.param(
         ddp_launch.node_command,
-        (2, 0, 1, 29500),
+        (2, 0, 1, 29500, "train.py"),
         {"rendezvous": "etcd"},
         ValueError,
         "rendezvous must be 'static' or 'c10d'",
@@ -1937,7 +1774,7 @@ BAD_CALLS = [
     ),
     pytest.param(
         ddp_launch.node_command,
-        (1, 0, 1, -1),
+        (1, 0, 1, -1, "train.py"),
         {},
         ValueError,
         "e.g. free_port()",
@@ -1961,15 +1798,15 @@ BAD_CALLS = [
     ),
     pytest.param(
         ddp_launch.launch,
-        (0,),
-        {"workdir": in_tmp("launch")},
+        (SCRIPT,),
+        {"nproc": 0, "workdir": in_tmp("launch")},
         ValueError,
         "nproc must be between 1 and 64",
         id="ddp_launch.launch-zero",
     ),
     pytest.param(
         ddp_launch.launch,
-        (2, "--out", "results"),
+        (SCRIPT, "--out", "results"),
         {},
         ValueError,
         "do not pass --out: the launcher gives the ranks their folder (use workdir= to keep it)",
@@ -1977,23 +1814,39 @@ BAD_CALLS = [
     ),
     pytest.param(
         ddp_launch.launch,
-        (2, "--epochs", 2),
+        (SCRIPT, "--epochs", 2),
         {},
         TypeError,
         "e.g. '--epochs', '2'",
         id="ddp_launch.launch-int-argument",
     ),
     pytest.param(
+        ddp_launch.launch,
+        (in_tmp("ddp", "train.py"),),
+        {},
+        FileNotFoundError,
+        "run the cell that writes it (%%writefile",
+        id="ddp_launch.launch-no-script",
+    ),
+    pytest.param(
+        ddp_launch.launch,
+        (2,),
+        {},
+        TypeError,
+        "script must be the path of a Python file such as 'ddp/train.py'",
+        id="ddp_launch.launch-count-for-script",
+    ),
+    pytest.param(
         ddp_launch.launch_nodes,
-        (0, 1),
-        {"workdir": in_tmp("launch")},
+        (SCRIPT,),
+        {"nnodes": 0, "workdir": in_tmp("launch")},
         ValueError,
         "nnodes must be between 1 and 64",
         id="ddp_launch.launch_nodes-zero",
     ),
     pytest.param(
         ddp_launch.launch_nodes,
-        (2, 1),
+        (SCRIPT,),
         {"rendezvous": "etcd", "workdir": in_tmp("launch")},
         ValueError,
         "rendezvous must be 'static' or 'c10d'",
@@ -2001,16 +1854,23 @@ BAD_CALLS = [
     ),
     pytest.param(
         ddp_launch.launch_nodes,
-        (2, 1, "--out", "results"),
+        (SCRIPT, "--out", "results"),
         {},
         ValueError,
         "(use workdir= to keep it)",
         id="ddp_launch.launch_nodes-out",
     ),
-    pytest.param(ddp_launch.spawn, (0,), {}, ValueError, "nproc must be between 1 and 64", id="ddp_launch.spawn-zero"),
     pytest.param(
         ddp_launch.spawn,
-        (2, "--out", "results"),
+        (SCRIPT,),
+        {"nproc": 0},
+        ValueError,
+        "nproc must be between 1 and 64",
+        id="ddp_launch.spawn-zero",
+    ),
+    pytest.param(
+        ddp_launch.spawn,
+        (SCRIPT, "--out", "results"),
         {},
         ValueError,
         "(use workdir= to keep it)",
@@ -2047,26 +1907,6 @@ BAD_CALLS = [
         ValueError,
         "pass the results of launch()",
         id="ddp_launch.describe-partial-result",
-    ),
-    pytest.param(ddp_launch.soak, (0,), {}, ValueError, "launches must be between 1 and 64", id="ddp_launch.soak-zero"),
-    pytest.param(
-        ddp_launch.soak, ("20",), {}, TypeError, "launches must be an int such as 2", id="ddp_launch.soak-str"
-    ),
-    pytest.param(
-        ddp_launch.main,
-        (["--launches", "0"],),
-        {},
-        ValueError,
-        "launches must be between 1 and 64",
-        id="ddp_launch.main-zero-launches",
-    ),
-    pytest.param(
-        ddp_launch.main,
-        (["--launches", "many"],),
-        {},
-        SystemExit,
-        "argument --launches: invalid int value: 'many'",
-        id="ddp_launch.main-str-launches",
     ),
 ]
 
