@@ -1,4 +1,4 @@
-# Tensor by Tensor: every target bootstraps .venv on first use, so a fresh clone needs only Python 3.10+ and make.
+# Tensor by Tensor: every target bootstraps .venv on first use, so a fresh clone needs only Python 3.11+ and make.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -42,7 +42,7 @@ help:
 venv: $(STAMP)
 
 $(STAMP): pyproject.toml constraints.txt
-	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 10) else "Python 3.10+ is needed; set PYTHON=python3.x")'
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11+ is needed (the stored outputs come from 3.11); set PYTHON=python3.x")'
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	# torch alone from its index (no deps, so only this one lookup goes there), then the rest from PyPI.
@@ -123,9 +123,9 @@ bench: $(STAMP)
 determinism: $(STAMP)
 	for threads in 1 2; do OMP_NUM_THREADS=$$threads PYTHONHASHSEED=0 $(BIN)/python -m pytest -q --nbval --nbval-current-env notebooks || exit 1; done
 
-# 20 DDP launches in a row (2 ranks each, gloo on CPU): prints the count and the seconds per launch.
+# 20 launches in a row of lesson 12's DDP script (2 ranks each, gloo on CPU): the count and the seconds per launch.
 soak: $(STAMP)
-	$(RUN) $(BIN)/python -m companion.ddp_launch --launches 20
+	$(RUN) $(BIN)/python tools/soak.py --launches 20
 
 # PDFs need Chromium; the handout checks need poppler's pdfinfo, pdftotext and pdftoppm. Installed where we can.
 browser:

@@ -45,7 +45,7 @@ def test_environment_yml_uses_conda_forge_only_and_installs_the_package():
     channels = re.search(r"channels:\n((?:  - .*\n)+)", text).group(1)
     assert channels.split() == ["-", "conda-forge"]
     assert "      - -e ." in text
-    assert re.search(r"^  - python>=3\.10$", text, re.M) and PYPROJECT["project"]["requires-python"] == ">=3.10"
+    assert re.search(r"^  - python>=3\.11$", text, re.M) and PYPROJECT["project"]["requires-python"] == ">=3.11"
 
 
 def test_constraints_pin_every_dependency_within_its_range():

@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 import nbformat
+import zh_sync
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -87,7 +88,10 @@ def write_box(path: Path, lesson: dict) -> None:
     english, chinese = objectives_box(lesson)
     box = [
         nbformat.v4.new_markdown_cell(english, metadata={"tags": ["lang-en", "objectives"]}),
-        nbformat.v4.new_markdown_cell(chinese, metadata={"tags": ["lang-zh", "objectives"]}),
+        # generated from the same map entry as the English, so the pair is in step by construction
+        nbformat.v4.new_markdown_cell(
+            chinese, metadata={"tags": ["lang-zh", "objectives"], "en_sha": zh_sync.english_hash(english)}
+        ),
     ]
     notebook.cells = cells[:2] + box + cells[2:]
     nbformat.write(notebook, path)
