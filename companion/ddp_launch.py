@@ -1,18 +1,15 @@
-"""Lesson 09: start companion.ddp from a notebook or a test, wait for it, and read every rank's result in rank order.
+"""Lesson 12: start the lesson's DDP script from a notebook or a test, wait for it, read every rank's result in rank
+order, and turn a failed launch into one error that names the rank that failed first.
 
-No fixed port anywhere: on one machine torchrun's --standalone rendezvous takes a free port of its own, the
-"two nodes" run asks the system for a free port when it starts, and torch.multiprocessing.spawn meets through a
-file. So two launches at once never collide. Also a command line for the soak test of many launches in a row:
-
-    python -m companion.ddp_launch --launches 20
+The script is any file that, on each rank, writes OUT/rank<N>.json (OUT comes from `--out OUT`, which the launcher
+adds). No fixed port anywhere: torchrun's --standalone rendezvous takes a free port of its own, the "two nodes" run
+and torch.multiprocessing.spawn ask the system for a free port when they start. So two launches at once never collide.
 """
 
-import argparse
 import json
 import os
 import re
 import socket
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -25,12 +22,12 @@ from pathlib import Path
 import psutil
 import torch.multiprocessing
 
+from companion._validate import require_int
 from companion.ddp import spawn_worker
 
 PACKAGE_ROOT = Path(__file__).resolve().parent.parent
 TORCHRUN = [sys.executable, "-m", "torch.distributed.run"]  # `torchrun` itself may not be on the kernel's PATH
 OLD_LAUNCHER = [sys.executable, "-m", "torch.distributed.launch"]
-SCRIPT = ["-m", "companion.ddp"]
 # The argument handling of the notes' ddp.py, plus two prints that show what each rank receives.
 NOTES_SCRIPT = """\
 import argparse
@@ -79,17 +76,129 @@ class ScriptRun:
 
 
 # ----------------------------------------------------------------------------------------------------------------
+# Launching and collecting.
+
+
+def launch(
+    script: str | Path,
+    *args: str,
+    nproc: int = 2,
+    workdir: str | Path | None = None,
+    device: str | None = None,
+    timeout: float = 120.0,
+) -> RankResults:
+    """Run `script` on `nproc` ranks with torchrun --standalone; return each rank's result, ordered by rank.
+
+    `args` go to the script (e.g. "--epochs", "2"); `device` sets COURSE_DEVICE for the ranks ("cpu" pins them to
+    the CPU); `workdir` keeps the files the ranks write (a temporary folder otherwise). A failing rank raises
+    LaunchError with that rank's exception message.
+    """
+    script, args = _check_script(script), _script_args(args)
+    _check_count(nproc, "nproc")
+    with _folder(workdir) as out:
+        command = torchrun_command(nproc, str(script), "--out", str(out), *args)
+        return _launch([command], out, nproc, worker_environment(device, out / "logs"), timeout)
+
+
+def launch_nodes(
+    script: str | Path,
+    *args: str,
+    nnodes: int = 2,
+    nproc_per_node: int = 1,
+    rendezvous: str = "static",
+    workdir: str | Path | None = None,
+    device: str | None = None,
+    timeout: float = 120.0,
+) -> RankResults:
+    """Run `script` as if on `nnodes` machines: one torchrun per "node", meeting on 127.0.0.1 at a free port."""
+    script, args = _check_script(script), _script_args(args)
+    _check_count(nnodes, "nnodes")
+    _check_count(nproc_per_node, "nproc_per_node")
+    with _folder(workdir) as out:
+        port = free_port()
+        commands = [
+            node_command(
+                nnodes, node, nproc_per_node, port, str(script), "--out", str(out), *args, rendezvous=rendezvous
+            )
+            for node in range(nnodes)
+        ]
+        env = worker_environment(device, out / "logs")
+        return _launch(commands, out, nnodes * nproc_per_node, env, timeout)
+
+
+def spawn(
+    script: str | Path, *args: str, nproc: int = 2, workdir: str | Path | None = None, device: str | None = None
+) -> RankResults:
+    """Run `script` on `nproc` ranks with torch.multiprocessing.spawn from this process (no torchrun).
+
+    Each child sets the variables torchrun would set (RANK, LOCAL_RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT) and
+    runs the script as __main__; see companion.ddp.spawn_worker.
+    """
+    script, args = _check_script(script), _script_args(args)
+    _check_count(nproc, "nproc")
+    with _folder(workdir) as out:
+        start = time.monotonic()
+        argv = ["--out", str(out), *args]
+        try:
+            torch.multiprocessing.spawn(
+                spawn_worker, args=(nproc, free_port(), str(script), argv, device), nprocs=nproc
+            )
+        except Exception as error:  # ProcessRaisedException, ProcessExitedException
+            raise _spawn_failure(error) from None
+        stdout = (out / "rank0.out").read_text(encoding="utf-8")
+        return _collect(out, nproc, stdout, time.monotonic() - start)
+
+
+def run_script(
+    source: str, nproc: int = 2, *, old_launcher: bool = False, name: str = "ddp.py", timeout: float = 60.0
+) -> ScriptRun:
+    """Save `source` as `name` and start it on `nproc` ranks with torchrun, or with the deprecated launcher.
+
+    Each rank's output goes to files of its own (`--redirects=3`), read back in rank order: lines that ranks print
+    at the same moment cannot interleave. Torchrun stops the other ranks as soon as one fails;
+    `--monitor-interval=2` gives every rank two seconds to print its own error first, so the output is complete.
+    """
+    _check_count(nproc, "nproc")
+    with tempfile.TemporaryDirectory() as folder:
+        script, logs = Path(folder) / name, Path(folder) / "logs"
+        script.write_text(source, encoding="utf-8")
+        size = ["--nproc_per_node", str(nproc)] if old_launcher else [f"--nproc-per-node={nproc}"]
+        launcher = OLD_LAUNCHER if old_launcher else TORCHRUN
+        options = ["--standalone", *size, "--monitor-interval=2", f"--log-dir={logs}", "--redirects=3"]
+        codes, _, stderr, _ = _run([[*launcher, *options, str(script)]], Path(folder), worker_environment(), timeout)
+        streams = {"stdout": [], "stderr": stderr.splitlines()}  # the launcher's own stderr, then each rank's
+        for rank in range(nproc):
+            for stream, lines in streams.items():  # logs/<run id>/attempt_0/<local rank>/stdout.log
+                for log in sorted(logs.glob(f"*/attempt_*/{rank}/{stream}.log")):
+                    lines += log.read_text(encoding="utf-8").splitlines()
+    return ScriptRun(codes[0], streams["stdout"], streams["stderr"])
+
+
+def describe(results: Sequence[dict]) -> str:
+    """One line per rank: who it is (rank, local rank, node, world size) and where it computes."""
+    for r in results:
+        missing = [key for key in RESULT_KEYS if key not in r]
+        if missing:
+            raise ValueError(f"a result lacks {missing}: pass the results of launch() (or launch_nodes(), spawn())")
+    return "\n".join(
+        f"rank {r['rank']}: local rank {r['local_rank']}, node {r['node_rank']}, world size {r['world_size']}, "
+        f"{r['backend']} on {r['device']}"
+        for r in results
+    )
+
+
+# ----------------------------------------------------------------------------------------------------------------
 # Commands.
 
 
-def torchrun_command(nproc: int, *args: str) -> list[str]:
-    """The command that starts companion.ddp on `nproc` ranks of this machine: torchrun --standalone (free port)."""
+def torchrun_command(nproc: int, script: str, *args: str) -> list[str]:
+    """The command that starts `script` on `nproc` ranks of this machine: torchrun --standalone (a free port)."""
     _check_count(nproc, "nproc")
-    return [*TORCHRUN, "--standalone", f"--nproc-per-node={nproc}", *SCRIPT, *_check_args(args)]
+    return [*TORCHRUN, "--standalone", f"--nproc-per-node={nproc}", *_check_args([script, *args])]
 
 
 def node_command(
-    nnodes: int, node_rank: int, nproc_per_node: int, port: int, *args: str, rendezvous: str = "static"
+    nnodes: int, node_rank: int, nproc_per_node: int, port: int, script: str, *args: str, rendezvous: str = "static"
 ) -> list[str]:
     """The torchrun command for machine `node_rank` of `nnodes`; node 0 hosts the rendezvous on 127.0.0.1:`port`.
 
@@ -111,27 +220,27 @@ def node_command(
         meeting = [
             "--rdzv-backend=c10d",
             f"--rdzv-endpoint=127.0.0.1:{port}",
-            f"--rdzv-id=lesson09-{port}",
+            f"--rdzv-id=lesson12-{port}",
             f"--rdzv-conf=is_host={int(node_rank == 0)}",  # say who hosts: both "nodes" have the same address
             "--local-addr=127.0.0.1",
         ]
     else:
         raise ValueError(f"rendezvous must be 'static' or 'c10d', not {rendezvous!r}")
-    return [*TORCHRUN, *sizes, *meeting, *SCRIPT, *_check_args(args)]
+    return [*TORCHRUN, *sizes, *meeting, *_check_args([script, *args])]
 
 
 def shown(command: Sequence[str]) -> str:
     """A command as you would type it: `torchrun` for the launcher module, OUT for the folder, PORT for the port."""
     if isinstance(command, str):
         raise TypeError(
-            "shown takes the words of a command: pass the command as a list of words, e.g. torchrun_command(2)"
+            "shown takes the words of a command: pass the command as a list of words, e.g. torchrun_command(2, script)"
         )
     words = list(command)
     for prefix, name in ((TORCHRUN, "torchrun"), (OLD_LAUNCHER, "python -m torch.distributed.launch")):
         if words[: len(prefix)] == prefix:
             words = [name, *words[len(prefix) :]]
     words = ["OUT" if i > 0 and words[i - 1] == "--out" else w for i, w in enumerate(words)]
-    return re.sub(r"(--master-port=|127\.0\.0\.1:|lesson09-)\d+", r"\1PORT", " ".join(words))
+    return re.sub(r"(--master-port=|127\.0\.0\.1:|lesson12-)\d+", r"\1PORT", " ".join(words))
 
 
 def free_port() -> int:
@@ -141,8 +250,9 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
-def worker_environment(device: str | None = None) -> dict[str, str]:
-    """This process's environment, plus: companion importable, one thread per rank, COURSE_DEVICE if given."""
+def worker_environment(device: str | None = None, log_dir: str | Path | None = None) -> dict[str, str]:
+    """This process's environment, plus: companion importable, one thread per rank, COURSE_DEVICE if given, and
+    torchrun's log folder (PET_LOG_DIR, the same as --log-dir), where it keeps each failed rank's error.json."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(PACKAGE_ROOT), env.get("PYTHONPATH")) if p)
     env.setdefault("OMP_NUM_THREADS", "1")  # torchrun would set it too, with a banner on stderr
@@ -150,90 +260,13 @@ def worker_environment(device: str | None = None) -> dict[str, str]:
         if not isinstance(device, str):
             raise TypeError(f"device must be a name such as 'cpu' or 'cuda', not {type(device).__name__}")
         env["COURSE_DEVICE"] = device
+    if log_dir is not None:
+        env["PET_LOG_DIR"] = str(log_dir)
     return env
 
 
 # ----------------------------------------------------------------------------------------------------------------
-# Launching and collecting.
-
-
-def launch(
-    nproc: int, *args: str, workdir: str | Path | None = None, device: str | None = None, timeout: float = 120.0
-) -> RankResults:
-    """Run companion.ddp on `nproc` ranks with torchrun --standalone; return each rank's result, ordered by rank.
-
-    `args` go to the script (e.g. "--task", "train"); `device` sets COURSE_DEVICE for the ranks ("cpu" pins them to
-    the CPU); `workdir` keeps the files the ranks write (a temporary folder otherwise). A failing rank raises
-    LaunchError with that rank's exception message.
-    """
-    args = _script_args(args)
-    with _folder(workdir) as out:
-        command = torchrun_command(nproc, "--out", str(out), *args)
-        return _launch([command], out, nproc, worker_environment(device), timeout)
-
-
-def launch_nodes(
-    nnodes: int,
-    nproc_per_node: int,
-    *args: str,
-    rendezvous: str = "static",
-    workdir: str | Path | None = None,
-    device: str | None = None,
-    timeout: float = 120.0,
-) -> RankResults:
-    """Run companion.ddp as if on `nnodes` machines: one torchrun per "node", meeting on 127.0.0.1 at a free port."""
-    _check_count(nnodes, "nnodes")
-    _check_count(nproc_per_node, "nproc_per_node")
-    args = _script_args(args)
-    with _folder(workdir) as out:
-        port = free_port()
-        commands = [
-            node_command(nnodes, node, nproc_per_node, port, "--out", str(out), *args, rendezvous=rendezvous)
-            for node in range(nnodes)
-        ]
-        return _launch(commands, out, nnodes * nproc_per_node, worker_environment(device), timeout)
-
-
-def spawn(nproc: int, *args: str, workdir: str | Path | None = None, device: str | None = None) -> RankResults:
-    """Run companion.ddp on `nproc` ranks with torch.multiprocessing.spawn from this process (no torchrun)."""
-    _check_count(nproc, "nproc")
-    argv = _script_args(args)
-    with _folder(workdir) as out:
-        init_method = (out / "rendezvous").as_uri()  # a file:// rendezvous: a file instead of a port
-        start = time.monotonic()
-        try:
-            torch.multiprocessing.spawn(
-                spawn_worker, args=(nproc, init_method, ["--out", str(out), *argv], device), nprocs=nproc
-            )
-        except Exception as error:  # ProcessRaisedException, ProcessExitedException
-            raise _failure(out, [], str(error)) from None
-        stdout = (out / "rank0.out").read_text(encoding="utf-8")
-        return _collect(out, nproc, stdout, time.monotonic() - start)
-
-
-def run_script(
-    source: str, nproc: int = 2, *, old_launcher: bool = False, name: str = "ddp.py", timeout: float = 60.0
-) -> ScriptRun:
-    """Save `source` as `name` and start it on `nproc` ranks with torchrun, or with the deprecated launcher.
-
-    Each rank's output goes to files of its own (`--redirects=3`), read back in rank order: lines that ranks print
-    at the same moment cannot interleave. Torchrun stops the other ranks as soon as one fails;
-    `--monitor-interval=2` gives every rank two seconds to print its own error first, so the output is complete.
-    """
-    _check_count(nproc, "nproc")
-    with tempfile.TemporaryDirectory() as folder:
-        script, logs = Path(folder) / name, Path(folder) / "logs"
-        script.write_text(source, encoding="utf-8")
-        size = ["--nproc_per_node", str(nproc)] if old_launcher else [f"--nproc-per-node={nproc}"]
-        launcher = OLD_LAUNCHER if old_launcher else TORCHRUN
-        options = ["--standalone", *size, "--monitor-interval=2", f"--log-dir={logs}", "--redirects=3"]
-        codes, _, stderr = _run([[*launcher, *options, str(script)]], Path(folder), worker_environment(), timeout)
-        streams = {"stdout": [], "stderr": stderr.splitlines()}  # the launcher's own stderr, then each rank's
-        for rank in range(nproc):
-            for stream, lines in streams.items():  # logs/<run id>/attempt_0/<local rank>/stdout.log
-                for log in sorted(logs.glob(f"*/attempt_*/{rank}/{stream}.log")):
-                    lines += log.read_text(encoding="utf-8").splitlines()
-    return ScriptRun(codes[0], streams["stdout"], streams["stderr"])
+# Processes: find and stop what a launch left behind.
 
 
 def still_running(marker: str | Path) -> list[int]:
@@ -273,43 +306,12 @@ def stop_process_tree(pid: int, grace: float = 5.0) -> None:
     psutil.wait_procs(alive, timeout=grace)
 
 
-def describe(results: Sequence[dict]) -> str:
-    """One line per rank: who it is (rank, local rank, node, world size) and where it computes."""
-    for r in results:
-        missing = [key for key in RESULT_KEYS if key not in r]
-        if missing:
-            raise ValueError(f"a result lacks {missing}: pass the results of launch() (or launch_nodes(), spawn())")
-    return "\n".join(
-        f"rank {r['rank']}: local rank {r['local_rank']}, node {r['node_rank']}, world size {r['world_size']}, "
-        f"{r['backend']} on {r['device']}"
-        for r in results
-    )
-
-
-def soak(launches: int = 20, nproc: int = 2) -> tuple[list[float], list[str]]:
-    """Launch the training task `launches` times in a row: the seconds of each good launch, and each failure."""
-    _check_count(launches, "launches")
-    seconds, failures = [], []
-    for _ in range(launches):
-        try:
-            results = launch(nproc, "--task", "train", device="cpu")
-        except LaunchError as error:
-            failures.append(str(error))
-            continue
-        if any(r["parameters"] != results[0]["parameters"] for r in results):
-            failures.append("the ranks ended with different parameters")
-        else:
-            seconds.append(results.seconds)
-    return seconds, failures
-
-
 # ----------------------------------------------------------------------------------------------------------------
 # Inside.
 
 
 def _check_count(value: int, name: str) -> None:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an int such as 2, not {type(value).__name__}")
+    require_int(value, name)
     if not 1 <= value <= 64:
         raise ValueError(f"{name} must be between 1 and 64, not {value}")
 
@@ -320,8 +322,21 @@ def _check_args(args: Sequence[str]) -> list[str]:
     return list(args)
 
 
+def _check_script(script: str | Path) -> Path:
+    """The script as an absolute path (the ranks start in their work folder), or an error that says what to pass."""
+    if not isinstance(script, str | os.PathLike):
+        raise TypeError(f"script must be the path of a Python file such as 'ddp/train.py', not {type(script).__name__}")
+    path = Path(script)
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"no script '{script}' here: run the cell that writes it (%%writefile {script}) first, "
+            "or pass the path of a Python file"
+        )
+    return path.resolve()
+
+
 def _script_args(args: Sequence[str]) -> list[str]:
-    """The learner's arguments for companion.ddp: strings, and no --out (the launcher chooses the folder)."""
+    """The learner's arguments for the script: strings, and no --out (the launcher chooses the folder)."""
     if "--out" in _check_args(args):
         raise ValueError("do not pass --out: the launcher gives the ranks their folder (use workdir= to keep it)")
     return list(args)
@@ -336,14 +351,19 @@ def _folder(workdir: str | Path | None) -> Iterator[Path]:
         return
     folder = Path(workdir)
     folder.mkdir(parents=True, exist_ok=True)
-    for old in folder.glob("rank*"):
+    for old in [*folder.glob("rank*"), *folder.glob("logs/*/attempt_*/*/error.json")]:
         old.unlink()
     yield folder
 
 
-def _run(commands: list[list[str]], out: Path, env: dict[str, str], timeout: float) -> tuple[list[int], str, str]:
-    """Start every command at once (output to files), wait for all; stop them all on a timeout or a failure."""
-    logs, processes = [], []
+def _run(
+    commands: list[list[str]], out: Path, env: dict[str, str], timeout: float
+) -> tuple[list[int], str, str, list[int]]:
+    """Start every command at once (output to files), wait for all; stop them all on a timeout or a failure.
+
+    Returns the exit codes, stdout, stderr and the process ids of every worker seen while waiting.
+    """
+    logs, processes, seen = [], [], set()
     try:
         for i, command in enumerate(commands):
             stdout, stderr = open(out / f"agent{i}.out", "w+"), open(out / f"agent{i}.err", "w+")
@@ -351,9 +371,12 @@ def _run(commands: list[list[str]], out: Path, env: dict[str, str], timeout: flo
             processes.append(
                 subprocess.Popen(command, env=env, cwd=out, stdout=stdout, stderr=stderr, start_new_session=True)
             )
-        deadline, failed_at = time.monotonic() + timeout, None
+        deadline, failed_at, scanned = time.monotonic() + timeout, None, 0.0
         while any(p.poll() is None for p in processes):
             now = time.monotonic()
+            if now > scanned + 0.25:  # a scan of the process table costs more than a poll
+                seen |= _descendants(processes)
+                scanned = now
             if failed_at is None and any(p.returncode not in (None, 0) for p in processes):
                 failed_at = now
             if now > deadline or (failed_at is not None and now > failed_at + FAILURE_GRACE_S):
@@ -372,32 +395,56 @@ def _run(commands: list[list[str]], out: Path, env: dict[str, str], timeout: flo
             log.close()
     if timed_out:
         raise LaunchError(f"no result within {timeout:g} s: the launch was stopped", stderr="".join(texts[1::2]))
-    return [p.returncode for p in processes], "".join(texts[0::2]), "".join(texts[1::2])
+    return [p.returncode for p in processes], "".join(texts[0::2]), "".join(texts[1::2]), sorted(seen)
+
+
+def _descendants(processes: list[subprocess.Popen]) -> set[int]:
+    """Process ids of everything the launchers have started so far (their workers)."""
+    found = set()
+    for process in processes:
+        try:
+            found |= {child.pid for child in psutil.Process(process.pid).children(recursive=True)}
+        except psutil.NoSuchProcess:
+            continue
+    return found
 
 
 def _launch(commands: list[list[str]], out: Path, world_size: int, env: dict[str, str], timeout: float):
     start = time.monotonic()
-    codes, stdout, stderr = _run(commands, out, env, timeout)
+    codes, stdout, stderr, pids = _run(commands, out, env, timeout)
     if any(codes):
-        raise _failure(out, codes, stderr)
+        raise _failure(out, codes, stderr, pids, one_node=len(commands) == 1)
     return _collect(out, world_size, stdout, time.monotonic() - start)
 
 
-def _pids(out: Path) -> list[int]:
-    return sorted(int(p.read_text()) for p in out.glob("rank*.pid"))
-
-
-def _failure(out: Path, codes: list[int], stderr: str) -> LaunchError:
-    """The error of the rank that failed first (by the time it wrote its error file), or the launcher's last words."""
-    errors = [json.loads(p.read_text(encoding="utf-8")) for p in out.glob("rank*.error.json")]
+def _failure(out: Path, codes: list[int], stderr: str, pids: list[int], one_node: bool) -> LaunchError:
+    """The error of the rank that failed first, from the error.json that @record wrote for it through torchrun
+    (logs/<run>/attempt_0/<local rank>/error.json); without one, the launcher's last words."""
+    errors = []
+    for path in out.glob("logs/*/attempt_*/*/error.json"):
+        message = json.loads(path.read_text(encoding="utf-8"))["message"]
+        text = message["message"] if isinstance(message, dict) else str(message)
+        errors.append((path.stat().st_mtime_ns, int(path.parent.name), text))
     if errors:
-        first = min(errors, key=lambda e: (e["time"], e["rank"]))
-        message = f"rank {first['rank']} failed with {first['type']}: {first['message']}"
-        return LaunchError(message, first["rank"], codes, _pids(out), stderr)
+        _, local_rank, text = min(errors)
+        rank = local_rank if one_node else None  # on one node the local rank is the rank
+        who = f"rank {rank}" if one_node else "a rank"
+        return LaunchError(f"{who} failed with {text}", rank, codes, pids, stderr)
     lines = [line for line in stderr.splitlines() if line.strip()]
     said = next((line for line in reversed(lines) if "error:" in line.lower()), lines[-1] if lines else "")
     message = f"the launch failed (exit codes {codes}) before any rank reported: {said}"
-    return LaunchError(message, None, codes, _pids(out), stderr)
+    return LaunchError(message, None, codes, pids, stderr)
+
+
+def _spawn_failure(error: Exception) -> LaunchError:
+    """torch.multiprocessing.spawn's error as a LaunchError: `rank N failed with Type: message`."""
+    text = str(error)
+    index = re.search(r"process (\d+) terminated", text, re.IGNORECASE)
+    lines = [line for line in text.strip().splitlines() if line.strip()]
+    last = lines[-1].strip() if lines else text
+    rank = int(index.group(1)) if index else None
+    who = f"rank {rank}" if rank is not None else "a rank"
+    return LaunchError(f"{who} failed with {last}", rank, [], [], text)
 
 
 def _collect(out: Path, world_size: int, stdout: str, seconds: float) -> RankResults:
@@ -405,28 +452,6 @@ def _collect(out: Path, world_size: int, stdout: str, seconds: float) -> RankRes
     for rank in range(world_size):
         path = out / f"rank{rank}.json"
         if not path.exists():
-            raise LaunchError(f"rank {rank} wrote no result: expected {world_size} ranks", rank, pids=_pids(out))
+            raise LaunchError(f"rank {rank} wrote no result: expected {world_size} ranks", rank)
         results.append(json.loads(path.read_text(encoding="utf-8")))
     return RankResults(results, stdout, seconds)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """`python -m companion.ddp_launch --launches 20`: the soak test, with its count and seconds per launch."""
-    parser = argparse.ArgumentParser(prog="companion.ddp_launch", description="Launch the DDP script many times.")
-    parser.add_argument("--launches", type=int, default=20)
-    parser.add_argument("--nproc", type=int, default=2)
-    args = parser.parse_args(argv)
-    seconds, failures = soak(args.launches, args.nproc)
-    print(f"{args.launches} launches of {args.nproc} ranks: {len(seconds)} good, {len(failures)} failed")
-    if seconds:
-        print(
-            f"seconds per launch: min {min(seconds):.2f}, median {statistics.median(seconds):.2f}, "
-            f"max {max(seconds):.2f}"
-        )
-    for failure in failures:
-        print("failure:", failure)
-    return 1 if failures else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -2,7 +2,6 @@
 it must raise and the part of its message that says what to pass instead.
 """
 
-import argparse
 import inspect
 import io
 import pkgutil

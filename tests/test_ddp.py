@@ -1,11 +1,12 @@
-"""companion.ddp and companion.ddp_launch: real DDP launches on the CPU against one process, and every helper.
+"""Lesson 12: the DDP script the notebook writes, launched for real on the CPU against one process; companion.ddp,
+companion.ddp_launch, the exercise checks and tools/soak.py.
 
 The launches start real processes (torchrun, two "nodes", torch.multiprocessing.spawn); each costs a few seconds,
-mostly for importing torch in every process, so the file launches as few times as its claims allow.
+mostly for importing torch (and, at `DDP(...)`, torch._dynamo) in every process, so the file launches as few times
+as its claims allow, and two of the launches run at once (which also proves that they do not collide).
 """
 
 import json
-import math
 import os
 import re
 import subprocess
@@ -16,28 +17,25 @@ import time
 import matplotlib.pyplot as plt
 import psutil
 import pytest
+import soak
 import torch
 import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from torch import nn
-from torch.utils.data import DistributedSampler
+from torch.utils.data import DataLoader, DistributedSampler
 
 from companion import ddp_launch
+from companion.checkpoint import load_checkpoint
+from companion.checks.ddp import EXERCISES
 from companion.ddp import (
-    check_ddp_gradient,
-    check_shard,
     device_and_backend,
-    epoch_means,
     flat_parameters,
     local_rank_from,
-    make_model,
-    parse_args,
     plot_sampler,
     regression_data,
     sampler_table,
-    train,
-    write_json,
+    spawn_worker,
 )
 from companion.ddp_launch import (
     NOTES_SCRIPT,
@@ -50,7 +48,6 @@ from companion.ddp_launch import (
     node_command,
     run_script,
     shown,
-    soak,
     spawn,
     still_running,
     stop_process_tree,
@@ -59,14 +56,29 @@ from companion.ddp_launch import (
 )
 from companion.exercises import WrongAnswer
 from companion.plotting import use_course_style
+from companion.training import train_one_epoch
 
 TOLERANCE = 1e-6  # the lesson's claim: DDP's parameters equal one process's to within this
 
 
-def single_process(epochs: int = 3) -> tuple[nn.Linear, dict]:
-    """The reference: one process, batches of 16 (two ranks' batches of 8), the same seed and sampler."""
-    model = make_model()
-    return model, train(model, regression_data(), batch_size=16, epochs=epochs)
+def one_process(model: nn.Module, epochs: int = 3) -> list[float]:
+    """The lesson's reference: `model` trained in place on batches of 16 (two ranks x 8), the same sampler seed."""
+    dataset = regression_data()
+    sampler = DistributedSampler(dataset, num_replicas=1, rank=0, seed=0)
+    loader = DataLoader(dataset, batch_size=16, sampler=sampler)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    losses = []
+    for epoch in range(epochs):
+        sampler.set_epoch(epoch)
+        losses.append(train_one_epoch(model, loader, optimizer, F.mse_loss))
+    return losses
+
+
+def seeded(build, seed: int = 0) -> nn.Module:
+    """What rank `seed` of the script builds: torch.manual_seed(rank), then the model (global state left alone)."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        return build()
 
 
 def largest_difference(a, b) -> float:
@@ -74,119 +86,112 @@ def largest_difference(a, b) -> float:
 
 
 # ----------------------------------------------------------------------------------------------------------------
-# The real launches.
+# The real launches of the notebook's script.
 
 
 @pytest.fixture(scope="module")
-def trained(tmp_path_factory):
-    """One DDP training run of 2 ranks on the CPU, with a checkpoint, shared by the tests that read it."""
+def script(tmp_path_factory):
+    """The lesson's ddp/train.py, taken from the notebook's %%writefile cell."""
+    return soak.write_script(tmp_path_factory.mktemp("lesson"))
+
+
+@pytest.fixture(scope="module")
+def runs(script, tmp_path_factory):
+    """One training run of 2 ranks with a checkpoint, and one of two "nodes", started at the same moment."""
     workdir = tmp_path_factory.mktemp("ddp-train")
-    return launch(2, "--task", "train", "--checkpoint", workdir=workdir, device="cpu"), workdir
+    outcomes = {}
 
-
-def test_ddp_on_two_ranks_equals_one_process_on_the_whole_batch(trained):
-    results, _ = trained
-    model, history = single_process()
-    assert [r["rank"] for r in results] == [0, 1]
-    assert all(r["backend"] == "gloo" and r["device"] == "cpu" and r["world_size"] == 2 for r in results)
-    assert results[0]["parameters"] == results[1]["parameters"]  # DDP keeps the replicas bit-identical
-    difference = largest_difference(results[0]["parameters"], flat_parameters(model))
-    print(f"largest parameter difference, DDP vs one process: {difference:.2e}")
-    assert difference < TOLERANCE
-    # The all-reduced step losses are the whole batch's losses.
-    assert largest_difference(results[0]["losses"], history["losses"]) < 1e-5
-    assert results[0]["losses"] == results[1]["losses"]
-
-
-def test_each_rank_sees_its_own_half_of_every_epoch(trained):
-    results, _ = trained
-    _, history = single_process()
-    seen0, seen1 = results[0]["seen"], results[1]["seen"]
-    for epoch, (a, b) in enumerate(zip(seen0, seen1, strict=True)):
-        assert sorted(a + b) == list(range(64))
-        # Batch k of the two ranks together is batch k of the single process.
-        one = history["seen"][epoch]
-        for k in range(4):
-            assert sorted(a[8 * k : 8 * k + 8] + b[8 * k : 8 * k + 8]) == sorted(one[16 * k : 16 * k + 16])
-    assert seen0[0] != seen0[1] != seen0[2]  # set_epoch reshuffles
-
-
-def test_only_rank_0_prints_the_all_reduced_epoch_losses(trained):
-    results, _ = trained
-    _, history = single_process()
-    expected = [f"epoch {e}: mean loss {loss:.4f}" for e, loss in enumerate(epoch_means(history["losses"], 3))]
-    assert results.stdout.splitlines() == expected
-
-
-def test_checkpoint_saved_by_rank_0_loads_on_every_rank(trained):
-    results, workdir = trained
-    assert [r["checkpoint_loaded"] for r in results] == [True, True]
-    assert results[0]["wrapper_keys"] == ["module.weight", "module.bias"]
-    state = torch.load(workdir / "checkpoint.pt", weights_only=True)["model"]
-    model = make_model()
-    model.load_state_dict(state)  # the plain model's keys: saved from model.module
-    assert flat_parameters(model) == results[0]["parameters"]
-    assert not list(workdir.glob("*.partial"))
-
-
-def test_three_consecutive_launches_succeed():
-    seconds, failures = soak(3)
-    print(f"3 launches: {', '.join(f'{s:.1f} s' for s in seconds)}")
-    assert failures == [] and len(seconds) == 3
-
-
-def test_two_launches_at_once_do_not_collide():
-    outcomes = []
-
-    def one_launch():
+    def start(name, call):
         try:
-            outcomes.append(launch(2, "--task", "hello", device="cpu"))
+            outcomes[name] = call()
         except LaunchError as error:
-            outcomes.append(error)
+            outcomes[name] = error
 
-    threads = [threading.Thread(target=one_launch) for _ in range(2)]
+    threads = [
+        threading.Thread(
+            target=start, args=("one node", lambda: launch(script, "--checkpoint", workdir=workdir, device="cpu"))
+        ),
+        threading.Thread(target=start, args=("two nodes", lambda: launch_nodes(script, nnodes=2, device="cpu"))),
+    ]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
-    assert all(isinstance(o, list) for o in outcomes), outcomes
-    assert [o.stdout for o in outcomes] == ["all-reduce of rank + 1 over 2 ranks: 3\n"] * 2
+    assert all(isinstance(o, list) for o in outcomes.values()), outcomes  # neither launch disturbed the other
+    return outcomes["one node"], workdir, outcomes["two nodes"]
 
 
-def test_spawn_runs_the_same_script_without_torchrun():
-    results = spawn(2, "--task", "hello", device="cpu")
+def test_ddp_on_two_ranks_equals_one_process_on_the_whole_batch(runs):
+    results, _, _ = runs
     assert describe(results).splitlines() == [
         "rank 0: local rank 0, node 0, world size 2, gloo on cpu",
         "rank 1: local rank 1, node 0, world size 2, gloo on cpu",
     ]
-    assert [r["all_reduce_sum"] for r in results] == [3.0, 3.0]
-    assert results.stdout == "all-reduce of rank + 1 over 2 ranks: 3\n"
+    single = seeded(lambda: nn.Linear(3, 1))
+    losses = one_process(single)
+    assert results[0]["parameters"] == results[1]["parameters"]  # the replicas stay bit-identical
+    difference = largest_difference(results[0]["parameters"], flat_parameters(single))
+    print(f"largest parameter difference, DDP vs one process: {difference:.2e}")
+    assert difference < TOLERANCE
+    assert largest_difference(results[0]["epoch_losses"], losses) < 1e-5  # all-reduced: the whole batch's
+    assert results[0]["epoch_losses"] == results[1]["epoch_losses"]
+    assert results.stdout.splitlines() == [f"epoch {e}: mean loss {loss:.4f}" for e, loss in enumerate(losses)]
+
+
+def test_ddp_starts_every_rank_from_rank_0s_parameters(runs):
+    results, _, _ = runs
+    built = [r["built"] for r in results]
+    assert built[0] == flat_parameters(seeded(lambda: nn.Linear(3, 1), 0))
+    assert built[1] == flat_parameters(seeded(lambda: nn.Linear(3, 1), 1)) != built[0]  # seeded apart...
+    assert [r["started"] for r in results] == [built[0], built[0]]  # ...and made equal by DDP(model)
+
+
+def test_checkpoint_saved_by_rank_0_loads_on_every_rank(runs):
+    results, workdir, _ = runs
+    assert [r["checkpoint_equal"] for r in results] == [True, True]
+    assert results[0]["keys"] == ["module.weight", "module.bias"]
+    state = load_checkpoint(workdir / "checkpoint.pt")["model"]
+    model = nn.Linear(3, 1)
+    model.load_state_dict(state)  # the plain model's keys: saved from model.module
+    assert flat_parameters(model) == results[0]["parameters"]
+    assert not [p.name for p in workdir.iterdir() if p.name.endswith(".tmp")]  # save_checkpoint left no partial
 
 
 @pytest.mark.parametrize("rendezvous", ["static", "c10d"])
-def test_two_nodes_on_loopback_train_like_one_process(rendezvous):
-    results = launch_nodes(2, 1, "--task", "train", rendezvous=rendezvous, device="cpu")
-    assert [r["rank"] for r in results] == [0, 1]
-    assert {(r["node_rank"], r["local_rank"]) for r in results} == {(0, 0), (1, 0)}
+def test_two_nodes_on_loopback_train_like_one_machine(runs, script, rendezvous):
+    results, _, nodes = runs
+    if rendezvous == "c10d":
+        nodes = launch_nodes(script, nnodes=2, rendezvous="c10d", device="cpu")
+    assert [r["rank"] for r in nodes] == [0, 1]
+    assert {(r["node_rank"], r["local_rank"]) for r in nodes} == {(0, 0), (1, 0)}
     if rendezvous == "static":  # --node-rank decides the order; c10d numbers the nodes itself
-        assert [r["node_rank"] for r in results] == [0, 1]
-    model, _ = single_process()
-    assert all(largest_difference(r["parameters"], flat_parameters(model)) < TOLERANCE for r in results)
+        assert [r["node_rank"] for r in nodes] == [0, 1]
+    assert all(r["parameters"] == results[0]["parameters"] for r in nodes)
 
 
-def test_a_failing_rank_fails_the_launch_fast_with_its_message_and_no_orphans(tmp_path):
+def test_spawn_runs_the_same_script_and_batchnorm_breaks_the_equality(script):
+    results = spawn(script, "--batchnorm", device="cpu")
+    assert describe(results).splitlines()[1] == "rank 1: local rank 1, node 0, world size 2, gloo on cpu"
+    assert results.stdout.count("mean loss") == 3  # rank 0's prints, from its own output file
+    assert results[0]["parameters"] == results[1]["parameters"]
+    single = seeded(lambda: nn.Sequential(nn.BatchNorm1d(3), nn.Linear(3, 1)))
+    one_process(single)
+    assert largest_difference(results[0]["parameters"], flat_parameters(single)) > 1e-3  # per-rank statistics
+    means = [r["running_means"][0] for r in results]
+    assert means[0] != means[1]  # each rank updated its running mean with its own last share
+
+
+def test_a_failing_rank_fails_the_launch_fast_with_its_message_and_no_orphans(script, tmp_path):
     start = time.monotonic()
     with pytest.raises(LaunchError) as caught:
-        launch(2, "--task", "train", "--fail-rank", "1", workdir=tmp_path, device="cpu")
+        launch(script, "--fail-rank", "1", workdir=tmp_path, device="cpu")
     elapsed = time.monotonic() - start
     print(f"the failing launch took {elapsed:.1f} s")
     error = caught.value
-    assert str(error) == (
-        "rank 1 failed with RuntimeError: rank 1 stopped on purpose before its first step (--fail-rank 1)"
-    )
+    assert str(error) == "rank 1 failed with RuntimeError: rank 1 stopped on purpose (--fail-rank 1)"
     assert error.rank == 1 and error.returncodes and error.returncodes[0] != 0
-    assert elapsed < 45  # seconds, not the collective's 60 s timeout (the import of torch is most of it)
-    assert len(error.pids) == 2 and not any(psutil.pid_exists(pid) for pid in error.pids)
+    assert elapsed < 45  # seconds, not the process group's 60 s timeout (importing torch is most of it)
+    assert error.pids and not any(psutil.pid_exists(pid) for pid in error.pids)
     assert still_running(tmp_path) == []
     assert "rank 1 stopped on purpose" in error.stderr  # torchrun's own report names it too
 
@@ -211,77 +216,51 @@ def test_the_notes_arguments_fail_under_the_old_launcher_and_default_under_torch
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
-def test_on_gpus_the_same_script_uses_nccl_and_one_device_per_rank():
+def test_on_gpus_the_same_script_uses_nccl_and_one_device_per_rank(script):
     nproc = min(2, torch.cuda.device_count())
-    results = launch(nproc, "--task", "train", device="cuda")
+    results = launch(script, nproc=nproc, device="cuda")
     assert [(r["backend"], r["device"]) for r in results] == [("nccl", "cuda")] * nproc
-    model, _ = single_process()
-    if nproc == 2:
-        assert largest_difference(results[0]["parameters"], flat_parameters(model)) < 1e-5
 
 
 # ----------------------------------------------------------------------------------------------------------------
-# The training code, in this process.
+# The script's text: the notebook's cell, importable pieces, no fixed port.
 
 
-def test_training_with_one_rank_is_plain_minibatch_sgd():
-    model, history = single_process(epochs=2)
-    data = regression_data()
-    reference = make_model()
-    optimizer = torch.optim.SGD(reference.parameters(), lr=0.1)
-    losses = []
-    for epoch in range(2):
-        order = torch.randperm(64, generator=torch.Generator().manual_seed(epoch)).tolist()  # seed 0 + epoch
-        assert history["seen"][epoch] == order
-        for k in range(4):
-            x, y = data[order[16 * k : 16 * k + 16]]
-            optimizer.zero_grad()
-            loss = F.mse_loss(reference(x), y)
-            loss.backward()
-            optimizer.step()
-            losses.append(loss.item())
-    assert history["losses"] == losses
-    assert flat_parameters(model) == flat_parameters(reference)
+def test_the_soak_tool_finds_the_notebooks_script():
+    source = soak.notebook_script()
+    assert source.startswith("# One rank of data-parallel training.")
+    assert "DDP(model.to(device)" in source and "save_checkpoint(" in source and "timeout=timedelta(" in source
+    compile(source, "ddp/train.py", "exec")
+    assert "29500" not in source
 
 
-def test_data_and_model_are_the_same_for_the_same_seed_and_leave_the_global_seed_alone():
-    assert torch.equal(regression_data(8, seed=1).tensors[0], regression_data(8, seed=1).tensors[0])
-    assert not torch.equal(regression_data(8, seed=1).tensors[0], regression_data(8, seed=2).tensors[0])
+def test_the_soak_command_prints_the_count_and_seconds(monkeypatch, capsys):
+    with pytest.raises(ValueError, match="positive int such as 20"):
+        soak.soak(0)
+    monkeypatch.setattr(soak, "soak", lambda launches, nproc: ([3.0, 4.0], ["rank 1 failed"]))
+    assert soak.main(["--launches", "3"]) == 1
+    out = capsys.readouterr().out
+    assert "3 launches of 2 ranks: 2 good, 1 failed" in out and "median 3.50" in out and "rank 1 failed" in out
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# companion.ddp in this process.
+
+
+def test_data_is_the_same_for_the_same_seed_and_leaves_the_global_seed_alone():
     torch.manual_seed(5)
     expected = torch.rand(3)
     torch.manual_seed(5)
-    assert flat_parameters(make_model(0)) == flat_parameters(make_model(0)) != flat_parameters(make_model(1))
+    assert torch.equal(regression_data(8, seed=1).tensors[0], regression_data(8, seed=1).tensors[0])
+    assert not torch.equal(regression_data(8, seed=1).tensors[0], regression_data(8, seed=2).tensors[0])
     assert torch.equal(torch.rand(3), expected)
+    x, y = regression_data(5).tensors
+    assert x.shape == (5, 3) and y.shape == (5, 1)
 
 
 def test_flat_parameters_lists_weights_then_bias():
-    model = make_model()
+    model = nn.Linear(3, 1)
     assert flat_parameters(model) == [*model.weight.flatten().tolist(), model.bias.item()]
-
-
-@pytest.mark.parametrize(
-    ("kwargs", "fix"),
-    [
-        ({"batch_size": 0, "epochs": 1}, "batch_size must be a positive int"),
-        ({"batch_size": 8, "epochs": 1.0}, "epochs must be a positive int"),
-        ({"batch_size": 8, "epochs": 1, "world_size": 2, "rank": 2}, r"rank must be in 0\.\.1"),
-    ],
-)
-def test_train_refuses_bad_arguments(kwargs, fix):
-    with pytest.raises(ValueError, match=fix):
-        train(make_model(), regression_data(), **kwargs)
-
-
-def test_regression_data_and_epoch_means_refuse_bad_arguments():
-    with pytest.raises(ValueError, match="positive int such as 64"):
-        regression_data(0)
-    assert epoch_means([1.0, 3.0, 5.0, 7.0], 2) == [2.0, 6.0]
-    with pytest.raises(ValueError, match="do not split into 2 equal epochs"):
-        epoch_means([1.0, 2.0, 3.0], 2)
-
-
-# ----------------------------------------------------------------------------------------------------------------
-# Ranks, devices, arguments.
 
 
 @pytest.fixture
@@ -321,44 +300,19 @@ def test_local_rank_comes_from_the_argument_or_the_environment():
     assert local_rank_from(None, {"LOCAL_RANK": "1"}) == 1
     with pytest.raises(ValueError, match="start the script with torchrun"):
         local_rank_from(None, {})
-
-
-def test_the_script_accepts_both_spellings_of_the_old_launchers_argument(monkeypatch):
-    monkeypatch.setenv("RANK", "0")
-    monkeypatch.setenv("WORLD_SIZE", "1")
-    assert parse_args(["--out", "x", "--local-rank=1"]).local_rank == 1
-    assert parse_args(["--out", "x", "--local_rank=1"]).local_rank == 1
-    args = parse_args(["--out", "x"])
-    assert (args.local_rank, args.task, args.epochs, args.batch_size) == (None, "hello", 3, 8)
-
-
-def test_the_script_started_without_a_launcher_says_how_to_start_it(monkeypatch, capsys):
-    monkeypatch.delenv("RANK", raising=False)
-    with pytest.raises(SystemExit):
-        parse_args(["--out", "x"])
-    assert "torch.distributed.run --standalone --nproc-per-node=2" in capsys.readouterr().err
-
-
-def test_write_json_leaves_a_whole_file_and_no_partial(tmp_path):
-    write_json(tmp_path / "rank0.json", {"rank": 0})
-    assert json.loads((tmp_path / "rank0.json").read_text()) == {"rank": 0}
-    assert [p.name for p in tmp_path.iterdir()] == ["rank0.json"]
-
-
-# ----------------------------------------------------------------------------------------------------------------
-# DistributedSampler and its picture.
+    with pytest.raises(ValueError, match="not a number"):
+        local_rank_from(None, {"LOCAL_RANK": "one"})
 
 
 @settings(max_examples=60, deadline=None)
 @given(st.integers(1, 30), st.integers(1, 6), st.integers(0, 3), st.booleans())
 def test_sampler_table_deals_every_sample_and_pads_equally(n, replicas, seed, set_epoch):
     table = sampler_table(n, replicas, epochs=2, set_epoch=set_epoch, seed=seed)
-    per_rank = math.ceil(n / replicas)
+    per_rank = -(-n // replicas)
     for row in table:
         assert all(len(indices) == per_rank for indices in row)
         dealt = [i for indices in row for i in indices]
         assert set(dealt) == set(range(n))  # nothing lost; only padding repeats
-        assert len(dealt) - n == per_rank * replicas - n
     if not set_epoch:
         assert table[0] == table[1]
     for epoch, row in enumerate(table):
@@ -368,25 +322,45 @@ def test_sampler_table_deals_every_sample_and_pads_equally(n, replicas, seed, se
             assert indices == list(sampler)
 
 
-def test_set_epoch_changes_the_order():
-    with_epochs = sampler_table(64, 2, epochs=3, set_epoch=True)
-    assert with_epochs[0] != with_epochs[1] != with_epochs[2]
-
-
-def test_plot_sampler_hatches_exactly_the_padding():
+def test_plot_sampler_hatches_exactly_the_padding_within_the_column():
     use_course_style()
     fig = plot_sampler(n=10, num_replicas=3, epochs=3)
     try:
+        assert fig.get_figwidth() <= 7.0
         assert len(fig.axes) == 2
         for ax in fig.axes:
             cells = ax.patches
             assert len(cells) == 3 * 12
             assert sum(cell.get_hatch() == "//" for cell in cells) == 3 * 2  # 2 padded places per epoch
             assert [t.get_text() for t in ax.texts[:4]] == [str(i) for i in sampler_table(10, 3, 1, True)[0][0]]
+            assert min(t.get_fontsize() for t in ax.texts) >= 10
     finally:
         plt.close(fig)
-    with pytest.raises(ValueError, match="small cases"):
-        plot_sampler(n=100)
+
+
+def test_spawn_worker_sets_what_torchrun_sets_and_runs_the_script_as_main(tmp_path):
+    script = tmp_path / "show.py"
+    script.write_text(
+        "import json, os, sys\n"
+        "keys = ['RANK', 'LOCAL_RANK', 'WORLD_SIZE', 'MASTER_ADDR', 'MASTER_PORT', 'COURSE_DEVICE']\n"
+        "print(json.dumps([__name__, sys.argv[1:], {k: os.environ[k] for k in keys}]))\n"
+    )
+    code = (
+        "from companion.ddp import spawn_worker\n"
+        f"spawn_worker(1, 2, 4321, {str(script)!r}, ['--out', {str(tmp_path)!r}, '--x'], 'cpu')\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, env=worker_environment())
+    name, argv, env = json.loads((tmp_path / "rank1.out").read_text())
+    assert name == "__main__" and argv == ["--out", str(tmp_path), "--x"]
+    assert env == {
+        "RANK": "1",
+        "LOCAL_RANK": "1",
+        "WORLD_SIZE": "2",
+        "MASTER_ADDR": "127.0.0.1",
+        "MASTER_PORT": "4321",
+        "COURSE_DEVICE": "cpu",
+    }
+    assert callable(spawn_worker)
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -394,17 +368,17 @@ def test_plot_sampler_hatches_exactly_the_padding():
 
 
 def test_commands_use_torchrun_and_no_fixed_port():
-    command = torchrun_command(2, "--task", "train")
+    command = torchrun_command(2, "ddp/train.py", "--checkpoint")
     assert command[:3] == [sys.executable, "-m", "torch.distributed.run"]
-    assert shown(command) == "torchrun --standalone --nproc-per-node=2 -m companion.ddp --task train"
-    static = node_command(2, 1, 1, 41234, "--out", "/somewhere")
+    assert shown(command) == "torchrun --standalone --nproc-per-node=2 ddp/train.py --checkpoint"
+    static = node_command(2, 1, 1, 41234, "ddp/train.py", "--out", "/somewhere")
     assert shown(static) == (
         "torchrun --nnodes=2 --node-rank=1 --nproc-per-node=1 --master-addr=127.0.0.1 --master-port=PORT "
-        "-m companion.ddp --out OUT"
+        "ddp/train.py --out OUT"
     )
-    c10d = node_command(2, 0, 2, 41234, rendezvous="c10d")
+    c10d = node_command(2, 0, 2, 41234, "train.py", rendezvous="c10d")
     assert "--rdzv-endpoint=127.0.0.1:41234" in c10d and "--rdzv-conf=is_host=1" in c10d
-    assert "--rdzv-conf=is_host=0" in node_command(2, 1, 2, 41234, rendezvous="c10d")
+    assert "--rdzv-conf=is_host=0" in node_command(2, 1, 2, 41234, "train.py", rendezvous="c10d")
 
 
 def test_free_port_can_be_bound():
@@ -415,9 +389,9 @@ def test_free_port_can_be_bound():
         probe.bind(("127.0.0.1", port))
 
 
-def test_worker_environment_makes_companion_importable_and_pins_the_device():
-    env = worker_environment("cpu")
-    assert env["COURSE_DEVICE"] == "cpu"
+def test_worker_environment_makes_companion_importable_and_pins_the_device(tmp_path):
+    env = worker_environment("cpu", tmp_path)
+    assert env["COURSE_DEVICE"] == "cpu" and env["PET_LOG_DIR"] == str(tmp_path)
     assert str(ddp_launch.PACKAGE_ROOT) in env["PYTHONPATH"].split(os.pathsep)
     assert env["OMP_NUM_THREADS"]
     with pytest.raises(TypeError, match="'cpu' or 'cuda'"):
@@ -427,20 +401,21 @@ def test_worker_environment_makes_companion_importable_and_pins_the_device():
 @pytest.mark.parametrize(
     ("call", "error", "fix"),
     [
-        (lambda: launch(0), ValueError, "between 1 and 64"),
-        (lambda: launch(True), TypeError, "an int such as 2"),
-        (lambda: launch(2, "--epochs", 2), TypeError, "as strings"),
-        (lambda: launch(2, "--out", "x"), ValueError, "workdir="),
-        (lambda: spawn(2, "--out", "x"), ValueError, "workdir="),
-        (lambda: launch_nodes(2, 0), ValueError, "between 1 and 64"),
-        (lambda: node_command(2, 2, 1, 1234), ValueError, r"node_rank must be in 0\.\.1"),
-        (lambda: node_command(2, 0, 1, 1234, rendezvous="etcd"), ValueError, "'static' or 'c10d'"),
-        (lambda: soak(0), ValueError, "between 1 and 64"),
+        (lambda script: launch(script, nproc=0), ValueError, "between 1 and 64"),
+        (lambda script: launch(script, nproc=True), TypeError, "an int such as"),
+        (lambda script: launch(script, "--epochs", 2), TypeError, "as strings"),
+        (lambda script: launch(script, "--out", "x"), ValueError, "workdir="),
+        (lambda script: launch("no/such/train.py"), FileNotFoundError, "%%writefile no/such/train.py"),
+        (lambda script: launch(3), TypeError, "the path of a Python file"),
+        (lambda script: spawn(script, "--out", "x"), ValueError, "workdir="),
+        (lambda script: launch_nodes(script, nnodes=0), ValueError, "between 1 and 64"),
+        (lambda script: node_command(2, 2, 1, 1234, "train.py"), ValueError, r"node_rank must be in 0\.\.1"),
+        (lambda script: node_command(2, 0, 1, 1234, "t.py", rendezvous="etcd"), ValueError, "'static' or 'c10d'"),
     ],
 )
-def test_bad_launch_arguments_are_refused_before_anything_starts(call, error, fix):
+def test_bad_launch_arguments_are_refused_before_anything_starts(script, call, error, fix):
     with pytest.raises(error, match=fix):
-        call()
+        call(script)
 
 
 def test_stop_process_tree_stops_children_in_their_own_session():
@@ -471,20 +446,37 @@ def test_still_running_finds_processes_by_their_command_line(tmp_path):
     assert still_running(tmp_path) == []
 
 
+def error_file(folder, local_rank: int, message: str) -> None:
+    """An error.json where torchrun puts it (PET_LOG_DIR/<run>/attempt_0/<local rank>/), as @record writes it."""
+    path = folder / "logs" / "run" / "attempt_0" / str(local_rank) / "error.json"
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps({"message": {"message": message, "extraInfo": {"timestamp": "0"}}}))
+
+
 def test_the_first_error_written_names_the_failure(tmp_path):
-    write_json(tmp_path / "rank0.error.json", {"rank": 0, "type": "RuntimeError", "message": "peer gone", "time": 2.0})
-    write_json(tmp_path / "rank1.error.json", {"rank": 1, "type": "ValueError", "message": "bad", "time": 1.0})
-    (tmp_path / "rank0.pid").write_text("11")
-    error = ddp_launch._failure(tmp_path, [1], "")
-    assert str(error) == "rank 1 failed with ValueError: bad" and error.rank == 1 and error.pids == [11]
+    error_file(tmp_path, 1, "ValueError: bad")
+    time.sleep(0.02)
+    error_file(tmp_path, 0, "RuntimeError: peer gone")
+    error = ddp_launch._failure(tmp_path, [1], "", [11, 12], one_node=True)
+    assert str(error) == "rank 1 failed with ValueError: bad" and error.rank == 1 and error.pids == [11, 12]
+    across_nodes = ddp_launch._failure(tmp_path, [1, 0], "", [], one_node=False)
+    assert str(across_nodes) == "a rank failed with ValueError: bad" and across_nodes.rank is None
 
 
 def test_without_error_files_the_launchers_own_error_line_is_reported(tmp_path):
-    error = ddp_launch._failure(tmp_path, [2], "usage: ...\ncompanion.ddp: error: RANK and WORLD_SIZE are not set\n")
-    assert "exit codes [2]" in str(error) and "RANK and WORLD_SIZE are not set" in str(error)
+    stderr = "usage: ...\ntrain.py: error: the following arguments are required: --out\n"
+    error = ddp_launch._failure(tmp_path, [2], stderr, [], one_node=True)
+    assert "exit codes [2]" in str(error) and "required: --out" in str(error)
+    (tmp_path / "rank0.json").write_text("{}")
     with pytest.raises(LaunchError, match="rank 1 wrote no result"):
-        write_json(tmp_path / "rank0.json", {"rank": 0})
         ddp_launch._collect(tmp_path, 2, "", 0.0)
+
+
+def test_a_spawn_failure_names_the_rank_and_its_last_line():
+    error = ddp_launch._spawn_failure(
+        RuntimeError("\n\n-- Process 1 terminated with the following error:\nTraceback ...\nValueError: bad\n")
+    )
+    assert str(error) == "rank 1 failed with ValueError: bad" and error.rank == 1
 
 
 def test_script_run_finds_lines_from_a_word_on():
@@ -493,87 +485,32 @@ def test_script_run_finds_lines_from_a_word_on():
     assert run.find("error:") == ["error: no"]
 
 
-def test_the_soak_command_prints_the_count_and_seconds(monkeypatch, capsys):
-    monkeypatch.setattr(ddp_launch, "soak", lambda launches, nproc: ([3.0, 4.0], ["rank 1 failed"]))
-    assert ddp_launch.main(["--launches", "3"]) == 1
-    out = capsys.readouterr().out
-    assert "3 launches of 2 ranks: 2 good, 1 failed" in out and "median 3.50" in out and "rank 1 failed" in out
-
-
 # ----------------------------------------------------------------------------------------------------------------
-# Exercise checks.
+# Exercise checks: the reference passes, every typical mistake is refused with the hint aimed at it.
 
 
-def right_shard(n, num_replicas, rank):
-    total = math.ceil(n / num_replicas) * num_replicas
-    return [i % n for i in range(total)][rank::num_replicas]
-
-
-def test_check_shard_accepts_the_right_answer(capsys):
-    check_shard(right_shard)
+@pytest.mark.parametrize("exercise", EXERCISES, ids=lambda e: e.check.__name__)
+def test_each_checker_accepts_its_reference_and_names_each_mistake(exercise, capsys):
+    exercise.check(exercise.reference)
     assert capsys.readouterr().out.startswith("✓ Correct / 正确")
-    check_shard(lambda n, k, r: torch.tensor(right_shard(n, k, r)))  # a tensor of indices is fine too
+    assert len(exercise.mistakes) >= 3
+    for mistake in exercise.mistakes:
+        with pytest.raises(WrongAnswer, match=re.escape(mistake.hint)) as caught:
+            exercise.check(mistake.answer)
+        assert "提示：" in str(caught.value), mistake.what
 
 
-@pytest.mark.parametrize(
-    ("wrong", "hint"),
-    [
-        (lambda n, k, r: list(range(r * math.ceil(n / k), min(n, (r + 1) * math.ceil(n / k)))), "like cards"),
-        (lambda n, k, r: list(range(n))[r::k], "pads the list"),
-        (lambda n, k, r: [i % n for i in range(math.ceil(n / k) * k)][r::k][::-1], "expected"),
-        (lambda n, k, r: "0, 3, 6", "list of ints"),
-        ("not a function", "without ()"),
-    ],
-)
-def test_check_shard_rejects_typical_mistakes_with_a_hint(wrong, hint):
-    with pytest.raises(WrongAnswer, match=re.escape(hint)):
-        check_shard(wrong)
+def test_check_ddp_gradient_refuses_the_plain_full_batch_gradient():
+    """The hole issue 11 found: with an even split the full-batch gradient equals DDP's, so the cases must not all
+    divide evenly."""
+    from companion.checks.ddp import check_ddp_gradient
 
-
-def right_gradient(model, x, y, world_size):
-    gradients = []
-    for rank in range(world_size):
+    def whole_batch(model, x, y, world_size):
         model.zero_grad()
-        F.mse_loss(model(x[rank::world_size]), y[rank::world_size]).backward()
-        gradients.append(model.weight.grad.clone())
-    return sum(gradients) / world_size
+        F.mse_loss(model(x), y).backward()
+        return model.weight.grad.clone()
 
-
-def summed_gradient(model, x, y, world_size):
-    return right_gradient(model, x, y, world_size) * world_size
-
-
-def accumulated_gradient(model, x, y, world_size):
-    model.zero_grad()
-    gradients = []
-    for rank in range(world_size):
-        F.mse_loss(model(x[rank::world_size]), y[rank::world_size]).backward()  # never zeroed
-        gradients.append(model.weight.grad.clone())
-    return sum(gradients) / world_size
-
-
-def stepping_gradient(model, x, y, world_size):
-    gradient = right_gradient(model, x, y, world_size)
-    torch.optim.SGD(model.parameters(), lr=0.1).step()
-    return gradient
-
-
-def test_check_ddp_gradient_accepts_the_right_answer(capsys):
-    check_ddp_gradient(right_gradient)
-    assert capsys.readouterr().out.startswith("✓ Correct / 正确")
-
-
-@pytest.mark.parametrize(
-    ("wrong", "hint"),
-    [
-        (summed_gradient, "times too large"),
-        (accumulated_gradient, "zeroed .grad"),
-        (stepping_gradient, "take no step"),
-        (lambda model, x, y, world_size: right_gradient(model, x, y, world_size).flatten(), "shaped like weight"),
-        (lambda model, x, y, world_size: [0.0], "should return a tensor"),
-        (right_gradient(make_model(), torch.zeros(2, 3), torch.zeros(2, 1), 1), "without ()"),
-    ],
-)
-def test_check_ddp_gradient_rejects_typical_mistakes_with_a_hint(wrong, hint):
-    with pytest.raises(WrongAnswer, match=re.escape(hint)):
-        check_ddp_gradient(wrong)
+    with pytest.raises(WrongAnswer, match="whole batch"):
+        check_ddp_gradient(whole_batch)
+    with pytest.raises(WrongAnswer, match="without"):
+        check_ddp_gradient(whole_batch(nn.Linear(3, 1), torch.zeros(2, 3), torch.zeros(2, 1), 1))
