@@ -58,6 +58,16 @@ def check_tanh_grads(tanh_grads: Callable[[float, float, float, float], tuple]) 
             "dL/dw 少了一个因子：z = w*x + b，所以 dz/dw = x（而 dz/db = 1）。",
         ),
         (
+            _swapped,
+            "Your two values are in the wrong order: return (dL/dw, dL/db), the gradient for w first.",
+            "两个值的顺序反了：请返回 (dL/dw, dL/db)，先返回 w 的梯度。",
+        ),
+        (
+            _db_with_x,
+            "dL/dw is right, but dL/db has an extra factor x: z = w*x + b, so dz/db = 1.",
+            "dL/dw 是对的，但 dL/db 多乘了一个 x：z = w*x + b，所以 dz/db = 1。",
+        ),
+        (
             _wrong_sign,
             "The sign is flipped: the inner derivative of (y - t) with respect to y is +1, not -1.",
             "符号反了：(y - t) 对 y 的导数是 +1，不是 -1。",
@@ -117,6 +127,16 @@ def _dw_without_x(w, b, x, t):
     return dz, dz
 
 
+def _swapped(w, b, x, t):
+    dw, db = _reference_tanh_grads(*(torch.as_tensor(v, dtype=torch.float64) for v in (w, b, x, t)))
+    return db.item(), dw.item()
+
+
+def _db_with_x(w, b, x, t):
+    dw, _ = _reference_tanh_grads(*(torch.as_tensor(v, dtype=torch.float64) for v in (w, b, x, t)))
+    return dw.item(), dw.item()
+
+
 def _wrong_sign(w, b, x, t):
     y = torch.tanh(torch.as_tensor(w * x + b, dtype=torch.float64))
     dz = 2 * (t - y) * (1 - y**2)
@@ -158,11 +178,23 @@ def check_accumulated_gradient(accumulate: Callable[[torch.Tensor, list, list], 
     w0, xs, ts = accumulation_data()
     w = w0.clone().requires_grad_(True)
     w.grad = torch.full_like(w, STALE)  # left over from a previous training step
-    result = accumulate(w, xs, ts)
+    passes = []
+    hook = w.register_hook(lambda grad: passes.append(1))  # runs once for each backward pass that reaches w
+    try:
+        result = accumulate(w, xs, ts)
+    finally:
+        hook.remove()
     require(
         isinstance(result, torch.Tensor) and result.shape == w.shape,
         "Return w.grad after the last micro-batch: a tensor of shape (3,).",
         "最后一个小批量处理完之后，返回 w.grad：一个形状为 (3,) 的张量。",
+    )
+    require(
+        len(passes) == MICRO_BATCHES,
+        f"backward() reached w {len(passes)} time(s); call it once per micro-batch ({MICRO_BATCHES} times), as "
+        "if each micro-batch only fitted in memory on its own, and let .grad add the gradients up.",
+        f"backward() 传到 w 的次数是 {len(passes)}；请每个小批量调用一次（共 {MICRO_BATCHES} 次），"
+        "就当每次内存里只放得下一个小批量，让 .grad 把梯度加起来。",
     )
     result = result.detach().clone()
     truth, by_hand = full_batch_gradient()
@@ -240,6 +272,13 @@ def _not_scaled(w, x_batches, t_batches):
     return w.grad
 
 
+def _one_backward(w, x_batches, t_batches):
+    w.grad = None
+    x, t = torch.cat(x_batches), torch.cat(t_batches)  # (6, 3), (6,)
+    ((x @ w - t) ** 2).mean().backward()
+    return w.grad
+
+
 def _sum_not_mean(w, x_batches, t_batches):
     w.grad = None
     for x, t in zip(x_batches, t_batches, strict=True):
@@ -256,6 +295,8 @@ EXERCISES = [
             Mistake("forgets the 2 of the square", _no_factor_two, "factor 2"),
             Mistake("dL/dw without the factor x", _dw_without_x, "dz/dw = x"),
             Mistake("(t - y) instead of (y - t)", _wrong_sign, "sign is flipped"),
+            Mistake("returns (dL/db, dL/dw)", _swapped, "wrong order"),
+            Mistake("dL/db multiplied by x too", _db_with_x, "extra factor x"),
         ),
         why="Chain rule: dL/dw = 2(y - t) * (1 - y**2) * x and dL/db = 2(y - t) * (1 - y**2), with y = tanh(wx + b).",
         why_zh="链式法则：dL/dw = 2(y - t) * (1 - y**2) * x，dL/db = 2(y - t) * (1 - y**2)，其中 y = tanh(wx + b)。",
@@ -271,6 +312,7 @@ EXERCISES = [
             Mistake("clears inside the loop", _zero_inside_loop, "Only the last micro-batch counted"),
             Mistake("micro-batch means not scaled", _not_scaled, "Divide each micro-batch's loss"),
             Mistake("sum instead of mean", _sum_not_mean, "not the sum"),
+            Mistake("one backward() over the whole batch", _one_backward, "once per micro-batch"),
         ),
         why="backward() adds into .grad, so three backward() calls sum three gradients; scaling each mean by 1/3 "
         "makes the sum the mean over all six samples.",

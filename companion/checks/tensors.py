@@ -150,11 +150,32 @@ def check_center_rows(center_rows: Callable[[torch.Tensor], torch.Tensor]) -> No
             "You subtracted each column's mean (dim=0). A row runs along dim=1.",
             "你减去的是每一列的均值（dim=0）。一行上的元素是沿 dim=1 排列的。",
         )
-        sums = [round(v, 4) for v in result.sum(dim=1).tolist()]
+        expected = x - x.mean(dim=1, keepdim=True)
         require(
-            torch.allclose(result, x - x.mean(dim=1, keepdim=True)),
-            f"For x = {x.tolist()} each row of the result should sum to 0; yours sum to {sums}.",
-            f"对 x = {x.tolist()}，结果每一行的和都应为 0；你的结果各行之和为 {sums}。",
+            not torch.allclose(result, -expected) or torch.allclose(expected, torch.zeros_like(x)),
+            "Every row has mean 0, but each sign is flipped: you computed mean - x. Subtract the other way round, "
+            "x - mean.",
+            "每一行的均值都是 0，但正负号全反了：你算的是 mean - x。请反过来减：x - mean。",
+        )
+        require(
+            not torch.allclose(result, x - x.mean()) or x.shape[0] == 1,
+            "You subtracted one number, the mean of the whole tensor: x.mean() without dim averages every element. "
+            "Average each row on its own with dim=1.",
+            "你减去的是整个张量的均值这一个数：不带 dim 的 x.mean() 会对所有元素求平均。"
+            "请用 dim=1 对每一行分别求平均。",
+        )
+        sums = [round(v, 4) for v in result.sum(dim=1).tolist()]
+        rows_centred = torch.allclose(result.sum(dim=1), torch.zeros(x.shape[0]), atol=1e-5)
+        require(
+            torch.allclose(result, expected),
+            f"For x = {x.tolist()} each row of the result should sum to 0; yours sum to {sums}."
+            if not rows_centred
+            else f"For x = {x.tolist()} your rows do have mean 0, but the values differ from x - row mean: "
+            "subtract the row's mean and change nothing else (no scaling, no division).",
+            f"对 x = {x.tolist()}，结果每一行的和都应为 0；你的结果各行之和为 {sums}。"
+            if not rows_centred
+            else f"对 x = {x.tolist()}，你的结果每一行的均值确实是 0，但数值与“x 减去行均值”不同："
+            "只减去该行的均值，别的什么都不要改（不要缩放，也不要相除）。",
         )
     passed(
         "every row now has mean 0, on square, wide, one-row and one-column inputs, and x is untouched",
@@ -177,6 +198,18 @@ def _in_place(x: torch.Tensor) -> torch.Tensor:
 
 def _column_means(x: torch.Tensor) -> torch.Tensor:
     return x - x.mean(dim=0, keepdim=True)
+
+
+def _reversed(x: torch.Tensor) -> torch.Tensor:
+    return x.mean(dim=1, keepdim=True) - x
+
+
+def _global_mean(x: torch.Tensor) -> torch.Tensor:
+    return x - x.mean()
+
+
+def _standardised(x: torch.Tensor) -> torch.Tensor:
+    return (x - x.mean(dim=1, keepdim=True)) / x.std(dim=1, keepdim=True, correction=0).clamp_min(1e-6)
 
 
 def _flipped(answers: dict[str, bool], *names: str) -> dict[str, bool]:
@@ -210,6 +243,9 @@ EXERCISES = [
             Mistake("mean without keepdim", _no_keepdim, "Keep the dimension"),
             Mistake("subtracts in place", _in_place, "x changed"),
             Mistake("column means", _column_means, "each column's mean"),
+            Mistake("mean - x: every sign flipped", _reversed, "each sign is flipped"),
+            Mistake("one mean for the whole tensor", _global_mean, "x.mean() without dim"),
+            Mistake("also divides by the row's spread", _standardised, "change nothing else"),
         ),
         why="keepdim=True leaves the mean with shape (n, 1), so broadcasting stretches it along each row.",
         why_zh="keepdim=True 让均值的形状保持为 (n, 1)，于是广播会把它沿每一行展开。",
