@@ -78,3 +78,10 @@ def test_readme_lists_every_lesson():
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     for path in sorted(NOTEBOOK_DIR.glob("[0-9][0-9]-*.ipynb")):
         assert f"notebooks/{path.name}" in readme, f"README does not list {path.name}"
+
+
+def test_the_torch_asked_for_stays_installed():
+    """constraints.txt pins torch 2.13.0; installing the rest against it would silently replace a TORCH_SPEC."""
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
+    assert "grep -v '^torch==' constraints.txt > $(VENV)/constraints-without-torch.txt" in makefile
+    assert "-c constraints.txt" not in makefile
