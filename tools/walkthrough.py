@@ -43,7 +43,8 @@ OUT = ROOT / "build" / "walkthrough"
 CHROMIUM = os.environ.get("CHROMIUM", shutil.which("chromium") or "/usr/bin/chromium")
 FONT_FAMILY = "Course Sans SC"
 UNCHECKED = {"nbval-ignore-output", "nbval-skip"}
-WARNING_TEXT = re.compile(r":\d+: \w*Warning:|^\w*Warning: ", re.M)
+# A leaked warning ("file.py:12: UserWarning: ..."); a lesson may print a caught warning's category and message.
+WARNING_TEXT = re.compile(r":\d+: \w*Warning:")
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 # Lab settings for the walk only: no news pop-up over the screenshots.
 SETTINGS = {"@jupyterlab/apputils-extension/notification.jupyterlab-settings": {"fetchNews": "false"}}
@@ -328,8 +329,9 @@ def screenshots(page, walk: Walk, stem: str, app: str) -> None:
     walk.screenshots.append(title.name)
     plot = page.locator(".jp-OutputArea-output img").first
     if plot.count():
-        plot.scroll_into_view_if_needed()
-        page.wait_for_timeout(300)
+        for _ in range(3):  # cells off screen have an estimated height until drawn: centre, let it settle, again
+            plot.evaluate("e => e.scrollIntoView({block: 'center'})")
+            page.wait_for_timeout(400)
         path = OUT / f"{stem}{suffix}-plot.png"
         page.screenshot(path=str(path))
         walk.screenshots.append(path.name)
