@@ -16,18 +16,18 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import matplotlib.pyplot as plt
 import torch
 import torch.nn.functional as F
-from matplotlib.figure import Figure
 from torch import nn
 from torch.nn.modules.batchnorm import _BatchNorm
 from torch.utils.data import DataLoader, Dataset, TensorDataset
 
 from companion._torch_errors import explain_load_error
-from companion.plotting import COLUMN_WIDTH
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 # A torch.save file is a zip archive. It ends with a 22-byte record whose last 2 bytes give the length of a free-text
 # comment that follows; torch.save leaves the comment empty and torch.load ignores it. save_checkpoint writes there.
@@ -387,9 +387,13 @@ def eval_frozen_batchnorm(model: nn.Module) -> list[str]:
 
 def plot_resume(
     straight: list[float], resumed: Mapping[str, list[float]], distances: Mapping[str, list[float]]
-) -> Figure:
+) -> "Figure":
     """Left: the loss of every step, unbroken run and resumed runs. Right: each resumed run's parameter distance
     from the unbroken run after every step since the break."""
+    import matplotlib.pyplot as plt  # here, not at the top: saving and loading should not wait for matplotlib
+
+    from companion.plotting import COLUMN_WIDTH
+
     start = len(straight) - len(next(iter(resumed.values())))
     steps = list(range(start + 1, len(straight) + 1))
     fig, (left, right) = plt.subplots(1, 2, figsize=(COLUMN_WIDTH, 3.2), layout="constrained")

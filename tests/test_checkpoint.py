@@ -125,43 +125,73 @@ def test_the_loader_order_comes_from_its_own_generator(small_set):
 # ---------------------------------------------------------------------------------------------------------------
 # Atomic saves.
 
-CHILD = """
-import sys, torch
+# One child process imports torch once (seconds) and forks a copy of itself for every save; the test kills that copy
+# mid-save. Each line on its stdin asks for one save, "atomic <path>" or "plain <path>"; it answers with the copy's
+# process id, then with its exit code (-9 when SIGKILL ended it).
+SAVER = """
+import os, sys, torch
 from companion.checkpoint import save_checkpoint
 big = {f"layer{i}": torch.full((1_000_000,), float(i)) for i in range(24)}  # about 96 MB
 print("ready", flush=True)
-if sys.argv[2] == "atomic":
-    save_checkpoint(big, sys.argv[1])
-else:
-    torch.save(big, sys.argv[1])
+while line := sys.stdin.readline():  # until the test kills it
+    mode, target = line.rstrip("\\n").split(" ", 1)
+    pid = os.fork()
+    if pid == 0:
+        (save_checkpoint if mode == "atomic" else torch.save)(big, target)
+        os._exit(0)
+    print(pid, flush=True)
+    print(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]), flush=True)
 """
 
 
 CHILD_BYTES = 24 * 1_000_000 * 4  # the tensor bytes alone: a file smaller than this is surely incomplete
 
 
-def kill_mid_save(target, mode, saving) -> int:
-    """Start a child that saves a large checkpoint to `target`; SIGKILL it once `saving()` sees bytes being written."""
+@pytest.fixture(scope="module")
+def saver():
     child = subprocess.Popen(
-        [sys.executable, "-c", CHILD, str(target), mode],
+        [sys.executable, "-c", SAVER],
         cwd=Path(__file__).resolve().parent.parent,  # the repository root, so that `companion` imports
+        stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
+        text=True,
+        env={**os.environ, "OMP_NUM_THREADS": "1"},
     )
     try:
-        assert child.stdout.readline().strip() == b"ready"
-        deadline = time.monotonic() + 20
-        while child.poll() is None and time.monotonic() < deadline:
-            if saving():
-                os.kill(child.pid, signal.SIGKILL)
-                break
-            time.sleep(0.0002)
-        return child.wait(timeout=20)
+        assert child.stdout.readline().strip() == "ready"
+        yield child
     finally:
-        if child.poll() is None:
-            child.kill()
-            child.wait()
+        child.kill()  # idle between saves: nothing of it is left to wait for
+        child.wait()
+        child.stdin.close()
         child.stdout.close()
+
+
+def running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)  # signal 0 only asks whether the process exists
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def kill_mid_save(saver, target, mode, saving) -> int:
+    """Have `saver` save a large checkpoint to `target`; SIGKILL the saving process once `saving()` sees bytes being
+    written. Returns its exit code."""
+    saver.stdin.write(f"{mode} {target}\n")
+    saver.stdin.flush()
+    pid = int(saver.stdout.readline())
+    deadline = time.monotonic() + 20
+    while running(pid) and time.monotonic() < deadline:
+        if saving():
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:  # it finished first
+                pass
+            break
+        time.sleep(0.0002)
+    return int(saver.stdout.readline())
 
 
 def temporary_files(folder):
@@ -169,14 +199,16 @@ def temporary_files(folder):
 
 
 @pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="SIGKILL is POSIX only")
-def test_a_killed_save_checkpoint_leaves_the_previous_file_intact(tmp_path):
+def test_a_killed_save_checkpoint_leaves_the_previous_file_intact(saver, tmp_path):
     target = tmp_path / "last.pt"
     old = {"epoch": 1, "weight": torch.arange(10.0)}
     for _ in range(5):  # a retry only if the child finished before the kill landed
         save_checkpoint(old, target)
         for stray in temporary_files(tmp_path):
             stray.unlink()
-        code = kill_mid_save(target, "atomic", lambda: any(p.stat().st_size > 0 for p in temporary_files(tmp_path)))
+        code = kill_mid_save(
+            saver, target, "atomic", lambda: any(p.stat().st_size > 0 for p in temporary_files(tmp_path))
+        )
         if code == -signal.SIGKILL and temporary_files(tmp_path):
             break
     assert code == -signal.SIGKILL, "the child was never caught mid-save"
@@ -193,12 +225,12 @@ def test_a_killed_save_checkpoint_leaves_the_previous_file_intact(tmp_path):
 
 
 @pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="SIGKILL is POSIX only")
-def test_a_killed_plain_torch_save_destroys_the_previous_file(tmp_path):
+def test_a_killed_plain_torch_save_destroys_the_previous_file(saver, tmp_path):
     target = tmp_path / "last.pt"
     for _ in range(5):  # a retry only if the child wrote its last byte before the kill landed
         torch.save({"epoch": 1}, target)
         old = target.stat().st_size
-        code = kill_mid_save(target, "plain", lambda old=old: old != target.stat().st_size < CHILD_BYTES)
+        code = kill_mid_save(saver, target, "plain", lambda old=old: old != target.stat().st_size < CHILD_BYTES)
         if code == -signal.SIGKILL and old != target.stat().st_size < CHILD_BYTES:
             break
     assert code == -signal.SIGKILL and old != target.stat().st_size < CHILD_BYTES

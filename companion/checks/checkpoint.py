@@ -1,5 +1,6 @@
 """Self-checks for lesson 10: fine-tuning a head with a frozen backbone, and a checkpoint that resumes exactly."""
 
+import functools
 import io
 import pickle
 from collections import OrderedDict
@@ -13,28 +14,32 @@ from torch.nn.modules.batchnorm import _BatchNorm
 from torch.utils.data import DataLoader, TensorDataset
 
 from companion._torch_errors import REFUSED_GLOBAL
-from companion.checkpoint import _equal, eval_frozen_batchnorm, new_run, states_equal
+from companion.checkpoint import _equal, eval_frozen_batchnorm, states_equal
 from companion.exercises import Exercise, Mistake, passed, require
-from companion.training import train_one_epoch
 
 # ----------------------------------------------------------------------------------------------------------------
 # Exercise 1: fine-tune everything but a frozen backbone.
 
 
+@functools.cache
+def _data(samples: int, features: int, classes: int) -> TensorDataset:
+    """Random inputs and labels from a seeded generator of their own: small and quick, the same on every call."""
+    generator = torch.Generator().manual_seed(0)
+    inputs = torch.randn(samples, features, generator=generator)  # (samples, features)
+    return TensorDataset(inputs, torch.randint(classes, (samples,), generator=generator))
+
+
 def _finetune_case() -> tuple[nn.Sequential, DataLoader]:
     """A model unlike the lesson's (a `backbone`, a `neck` with its own BatchNorm and dropout, a `head`), and data."""
-    from companion.data import digits_datasets
-
-    images, labels = digits_datasets()[0].tensors
     model = nn.Sequential(
         OrderedDict(
-            backbone=nn.Sequential(nn.Linear(64, 32), nn.BatchNorm1d(32), nn.ReLU()),
-            neck=nn.Sequential(nn.Linear(32, 16), nn.BatchNorm1d(16), nn.ReLU(), nn.Dropout(0.5)),
-            head=nn.Linear(16, 10),
+            backbone=nn.Sequential(nn.Linear(12, 8), nn.BatchNorm1d(8), nn.ReLU()),
+            neck=nn.Sequential(nn.Linear(8, 8), nn.BatchNorm1d(8), nn.ReLU(), nn.Dropout(0.5)),
+            head=nn.Linear(8, 4),
         )
     )
-    dataset = TensorDataset(images[:96].flatten(1), labels[:96])  # (96, 64): each 8 x 8 image as one row
-    return model, DataLoader(dataset, batch_size=32, shuffle=True, generator=torch.Generator().manual_seed(0))
+    loader = DataLoader(_data(48, 12, 4), batch_size=16, shuffle=True, generator=torch.Generator().manual_seed(0))
+    return model, loader  # 3 batches an epoch
 
 
 def _record_modes(model: nn.Module) -> dict[str, list[bool]]:
@@ -227,25 +232,43 @@ def check_resume(capture: Callable[..., dict], restore: Callable[..., int] | Non
     )
 
 
+TOTAL, HALF = 4, 2  # epochs of the resume check's run, and the epoch it breaks after
+
+
+def _start(seed: int):
+    """Seed torch, then build a small run: a model with BatchNorm and dropout, Adam, StepLR and a shuffling loader."""
+    torch.manual_seed(seed)
+    model = nn.Sequential(nn.Linear(8, 16), nn.BatchNorm1d(16), nn.ReLU(), nn.Dropout(0.5), nn.Linear(16, 3))
+    optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
+    scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=3, gamma=0.5)
+    loader = DataLoader(_data(24, 8, 3), batch_size=8, shuffle=True, generator=torch.Generator().manual_seed(seed))
+    return model, optimizer, scheduler, loader  # 3 batches an epoch
+
+
+def _train_run(model, optimizer, scheduler, loader, epochs) -> None:
+    """The plain loop of lesson 08, with one scheduler step an epoch."""
+    for _ in range(epochs):
+        model.train()
+        for inputs, labels in loader:
+            optimizer.zero_grad()
+            F.cross_entropy(model(inputs), labels).backward()
+            optimizer.step()
+        scheduler.step()
+
+
+@functools.cache
+def _unbroken() -> dict[str, torch.Tensor]:
+    """The state_dict at the end of the run trained without a break (computed once, then shared by every check)."""
+    with torch.random.fork_rng(devices=[]):
+        model, optimizer, scheduler, loader = _start(seed=0)
+        _train_run(model, optimizer, scheduler, loader, TOTAL)
+    return model.state_dict()
+
+
 def _check_resume(capture: Callable[..., dict], restore: Callable[..., int]) -> None:
     """The body of check_resume: raise WrongAnswer at the first piece of state that was not restored."""
-    from companion.data import digits_datasets
-
-    images, labels = digits_datasets()[0].tensors
-    dataset = TensorDataset(images[:256], labels[:256])
-    total, half = 4, 2
-
-    def start(seed: int):
-        model, optimizer, loader = new_run(dataset, seed=seed, batch_size=32)
-        return model, optimizer, torch.optim.lr_scheduler.StepLR(optimizer, step_size=3, gamma=0.5), loader
-
-    def train(model, optimizer, scheduler, loader, epochs):  # the plain loop of lesson 08, one scheduler step an epoch
-        for _ in range(epochs):
-            train_one_epoch(model, loader, optimizer, F.cross_entropy)
-            scheduler.step()
-
-    model, optimizer, scheduler, loader = start(seed=0)
-    train(model, optimizer, scheduler, loader, half)
+    model, optimizer, scheduler, loader = _start(seed=0)
+    _train_run(model, optimizer, scheduler, loader, HALF)
     expected = {
         "model": {k: v.clone() for k, v in model.state_dict().items()},
         "optimizer": _clone(optimizer.state_dict()),
@@ -253,7 +276,7 @@ def _check_resume(capture: Callable[..., dict], restore: Callable[..., int]) -> 
         "torch": torch.get_rng_state(),
         "loader": loader.generator.get_state(),
     }
-    checkpoint = capture(model, optimizer, scheduler, loader, half)
+    checkpoint = capture(model, optimizer, scheduler, loader, HALF)
     require(
         isinstance(checkpoint, dict),
         f"capture should return a dict, not {type(checkpoint).__name__}.",
@@ -261,9 +284,6 @@ def _check_resume(capture: Callable[..., dict], restore: Callable[..., int]) -> 
     )
     buffer = io.BytesIO()
     torch.save(checkpoint, buffer)
-    train(model, optimizer, scheduler, loader, total - half)
-    straight = model.state_dict()
-
     buffer.seek(0)
     try:
         loaded = torch.load(buffer, weights_only=True)
@@ -271,12 +291,12 @@ def _check_resume(capture: Callable[..., dict], restore: Callable[..., int]) -> 
         unsafe = REFUSED_GLOBAL.search(str(error))
         what = unsafe.group(1) if unsafe else "an object it cannot rebuild"
         raise_refused(what)
-    model, optimizer, scheduler, loader = start(seed=1)  # another seed: everything must come from the checkpoint
+    model, optimizer, scheduler, loader = _start(seed=1)  # another seed: everything must come from the checkpoint
     done = restore(loaded, model, optimizer, scheduler, loader)
     require(
-        done == half and isinstance(done, int),
-        f"restore returned {done!r}; it should return the number of epochs already done ({half}): store the epoch.",
-        f"restore 返回了 {done!r}；它应当返回已经完成的轮数（{half}）：要把轮数存进检查点。",
+        done == HALF and isinstance(done, int),
+        f"restore returned {done!r}; it should return the number of epochs already done ({HALF}): store the epoch.",
+        f"restore 返回了 {done!r}；它应当返回已经完成的轮数（{HALF}）：要把轮数存进检查点。",
     )
     require(
         states_equal(model.state_dict(), expected["model"]),
@@ -314,9 +334,9 @@ def _check_resume(capture: Callable[..., dict], restore: Callable[..., int]) -> 
         "loader.generator.set_state(...).",
         "各批数据的顺序会变：保存 loader.generator.get_state()，再用 loader.generator.set_state(...) 恢复。",
     )
-    train(model, optimizer, scheduler, loader, total - done)
+    _train_run(model, optimizer, scheduler, loader, TOTAL - done)
     require(
-        states_equal(model.state_dict(), straight),
+        states_equal(model.state_dict(), _unbroken()),
         "After resuming, the parameters differ from an uninterrupted run: restore every piece, and nothing else.",
         "续训之后，参数和不中断的训练不一样：每一部分都要恢复，而且不要多做别的事。",
     )
