@@ -176,7 +176,8 @@ def edition_notebook(notebook: nbformat.NotebookNode, edition: Edition, number: 
             language = "zh" if "lang-zh" in tags else "en"
             figure += "lang-en" in tags or edition.language == "zh"
             label = f"{WORDS[language]['figure']} {int(number or 0)}.{figure}"
-            cell.source = f"**{label}**{'：' if language == 'zh' else ': '}{cell.source.strip()}"
+            text = re.sub(r"^(?:\*\*)?(?:Figure|图)\s*[:：]\s*(?:\*\*)?\s*", "", cell.source.strip())
+            cell.source = f"**{label}**{'：' if language == 'zh' else ': '}{text}"
     return result
 
 
