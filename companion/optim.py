@@ -116,7 +116,7 @@ def sgd_momentum_update(param: Tensor, grad: Tensor, buf: Tensor | None, lr: flo
     """One step of PyTorch's SGD with momentum on one tensor, in place; returns the momentum buffer for next time."""
     _check_sgd_arguments(lr, momentum)
     if momentum == 0:  # plain SGD, as in torch.optim.SGD: no buffer, and dampening plays no part
-        param.add_(grad, alpha=-lr)
+        param.add_(grad, alpha=-lr)  # p = p - lr * grad
         return None
     if buf is None:
         buf = grad.clone()  # the first step takes the whole gradient: dampening is not applied yet
