@@ -97,8 +97,14 @@ def script(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def runs(script, tmp_path_factory):
-    """One training run of 2 ranks with a checkpoint, and one of two "nodes", started at the same moment."""
+    """Three launches started at the same moment: 2 ranks with a checkpoint, and two "nodes" of one rank each,
+    with torchrun's static rendezvous and with c10d. Launched at once, they also prove that they do not collide."""
     workdir = tmp_path_factory.mktemp("ddp-train")
+    calls = {
+        "one node": lambda: launch(script, "--checkpoint", workdir=workdir, device="cpu"),
+        "static": lambda: launch_nodes(script, nnodes=2, device="cpu"),
+        "c10d": lambda: launch_nodes(script, nnodes=2, rendezvous="c10d", device="cpu"),
+    }
     outcomes = {}
 
     def start(name, call):
@@ -107,18 +113,13 @@ def runs(script, tmp_path_factory):
         except LaunchError as error:
             outcomes[name] = error
 
-    threads = [
-        threading.Thread(
-            target=start, args=("one node", lambda: launch(script, "--checkpoint", workdir=workdir, device="cpu"))
-        ),
-        threading.Thread(target=start, args=("two nodes", lambda: launch_nodes(script, nnodes=2, device="cpu"))),
-    ]
+    threads = [threading.Thread(target=start, args=item) for item in calls.items()]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
-    assert all(isinstance(o, list) for o in outcomes.values()), outcomes  # neither launch disturbed the other
-    return outcomes["one node"], workdir, outcomes["two nodes"]
+    assert all(isinstance(o, list) for o in outcomes.values()), outcomes  # no launch disturbed another
+    return outcomes["one node"], workdir, outcomes
 
 
 def test_ddp_on_two_ranks_equals_one_process_on_the_whole_batch(runs):
@@ -158,10 +159,9 @@ def test_checkpoint_saved_by_rank_0_loads_on_every_rank(runs):
 
 
 @pytest.mark.parametrize("rendezvous", ["static", "c10d"])
-def test_two_nodes_on_loopback_train_like_one_machine(runs, script, rendezvous):
-    results, _, nodes = runs
-    if rendezvous == "c10d":
-        nodes = launch_nodes(script, nnodes=2, rendezvous="c10d", device="cpu")
+def test_two_nodes_on_loopback_train_like_one_machine(runs, rendezvous):
+    results, _, outcomes = runs
+    nodes = outcomes[rendezvous]
     assert [r["rank"] for r in nodes] == [0, 1]
     assert {(r["node_rank"], r["local_rank"]) for r in nodes} == {(0, 0), (1, 0)}
     if rendezvous == "static":  # --node-rank decides the order; c10d numbers the nodes itself
