@@ -1,8 +1,8 @@
 """Lesson 08: the plain training loop (`train_one_epoch`), evaluation (`evaluate`) and both once per epoch (`fit`).
 
-This is the one loop of the course: lesson 08 writes it in the notebook and shows it equals this copy bit for bit,
-and a later lesson that trains with a plain loop calls `train_one_epoch` rather than writing a fifth one. A lesson
-that needs a loop of its own (a custom optimizer step, checkpoints between epochs, one process per rank) says why.
+Lesson 08 writes the loop in the notebook and shows it equals this copy bit for bit. It is the course's plain loop,
+kept for any later lesson that needs one; a lesson that writes a loop of its own instead (a custom optimizer step,
+checkpoints between epochs, one process per rank) should say why in one line.
 Below the loop: counting parameters, enlarging the digits for LeNet, a progress bar whose text is the same on
 every run and the loss/accuracy plot; the argument guards come last. The exercise checks are in
 companion/checks/training.py.
