@@ -179,7 +179,7 @@ BAD_ARGUMENTS = [
     (LOGITS, TARGET, {"weight": torch.ones(1, 4)}, ValueError, "weight of length 4"),
     (LOGITS, TARGET, {"weight": torch.ones(4, dtype=torch.long)}, TypeError, "weight.float()"),
     (LOGITS, TARGET, {"reduction": "avg"}, ValueError, "'mean', 'sum' or 'none'"),
-    (LOGITS, TARGET, {"label_smoothing": 1.5}, ValueError, "between 0.0 and 1.0"),
+    (LOGITS, TARGET, {"label_smoothing": 1.5}, ValueError, "at most 1.0, not 1.5"),
     (LOGITS[0, 0], TARGET[0], {}, ValueError, "(N, C)"),
 ]
 
@@ -194,7 +194,7 @@ def test_bad_arguments_are_rejected_like_torch_with_a_fix(logits, target, option
 
 def test_negative_label_smoothing_is_refused_although_torch_accepts_it():
     assert F.cross_entropy(LOGITS, TARGET, label_smoothing=-0.1).isfinite()  # PyTorch checks only the upper end
-    with pytest.raises(ValueError, match=re.escape("between 0.0 and 1.0")):
+    with pytest.raises(ValueError, match=re.escape("at least 0.0, not -0.1")):
         cross_entropy_reference(LOGITS, TARGET, label_smoothing=-0.1)
 
 
