@@ -396,7 +396,7 @@ def plot_resume(
 
     start = len(straight) - len(next(iter(resumed.values())))
     steps = list(range(start + 1, len(straight) + 1))
-    fig, (left, right) = plt.subplots(1, 2, figsize=(COLUMN_WIDTH, 3.2), layout="constrained")
+    fig, (left, right) = plt.subplots(1, 2, figsize=(COLUMN_WIDTH, 3.8), layout="constrained")
     left.plot(range(1, len(straight) + 1), straight, color="0.75", linewidth=5, label="unbroken / 不中断")
     styles = ["-", "--", ":", "-."]
     for i, label in enumerate(resumed):
@@ -407,7 +407,7 @@ def plot_resume(
         ax.axvline(start + 0.5, color="black", linewidth=0.8)
         ax.set_xlabel("step / 步")
     left.set_ylabel("loss / 损失")
-    left.legend(loc="upper right")  # the loss has fallen by the break, leaving the upper right empty
+    fig.legend(loc="outside lower center", ncols=3)  # below both panels: every corner of them holds a curve
     right.set_ylabel("distance from unbroken / 与不中断之距")
     return fig
 

@@ -953,7 +953,8 @@ def test_plot_resume_draws_each_runs_loss_and_its_parameter_distance():
     assert [list(line.get_ydata()) for line in left.lines[:3]] == [straight, [1.0, 0.5, 0.25], [1.5, 0.5, 0.0]]
     assert list(left.lines[1].get_xdata()) == [3, 4, 5]
     assert [list(line.get_ydata()) for line in right.lines[:2]] == [[0.0, 0.0, 0.0], [0.1, 0.2, 0.3]]
-    assert [t.get_text() for t in left.get_legend().get_texts()] == ["unbroken / 不中断", "full / 完整", "partial"]
+    (legend,) = fig.legends  # one legend, below both panels
+    assert [t.get_text() for t in legend.get_texts()] == ["unbroken / 不中断", "full / 完整", "partial"]
     plt.close(fig)
 
 
