@@ -26,7 +26,9 @@ ANSI = re.compile(r"\x1b\[[0-9;]*m")
 # `Adam??` pointers send the learner away from the page: print the source with companion.course.show_source instead.
 SOURCE_POINTER = re.compile(r"`[\w.]+\?\?`")
 # *...* or _..._ around Chinese: browsers fake a slant for CJK, which reads badly; use **bold** or 「」 instead.
-CHINESE_ITALIC = re.compile(r"(?<![*\w])[*_](?![*\s])[^*_\n]*[\u3400-\u9fff][^*_\n]*(?<![*\s])[*_](?![*\w])")
+CHINESE_ITALIC = re.compile(
+    r"(?<![*A-Za-z0-9_])[*_](?![*\s])[^*_\n]*[\u3400-\u9fff][^*_\n]*(?<![*\s])[*_](?![*A-Za-z0-9_])"
+)
 OUTPUT_FENCE = re.compile(r"^```output:([\w-]+)\n(.*?)^```", re.S | re.M)
 
 

@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 import torch
 
-from companion.course import check_repeatable_draws, environment_report, setup_notebook
+from companion.checks.course import check_repeatable_draws
+from companion.course import environment_report, setup_notebook, show_source
 from companion.exercises import WrongAnswer
 
 
@@ -94,3 +95,10 @@ def seeded_once_outside():
 def test_check_repeatable_draws_rejects_wrong_answers_with_a_hint(wrong, hint):
     with pytest.raises(WrongAnswer, match=hint):
         check_repeatable_draws(wrong)
+
+
+def test_show_source_prints_the_code_itself(capsys):
+    show_source(seeded_pair)
+    assert capsys.readouterr().out.startswith("def seeded_pair():\n    torch.manual_seed(3)")
+    with pytest.raises(TypeError, match="takes a function, method or class"):
+        show_source("seeded_pair")

@@ -7,7 +7,8 @@ import pytest
 
 import notebook_rules as rules
 
-GOOD = json.loads((rules.NOTEBOOK_DIR / "00-how-to-use-this-course.ipynb").read_text(encoding="utf-8"))
+# A full lesson: quoted outputs, figures with captions, errata, a reading box and two exercises.
+GOOD = json.loads((rules.NOTEBOOK_DIR / "03-scatter.ipynb").read_text(encoding="utf-8"))
 
 
 def md(text: str, lang: str) -> dict:
@@ -112,7 +113,58 @@ def nbval_comment_marker(nb):
 
 def stated_output_differs(nb):
     cell = first(nb, lambda c: "```output:" in rules.source(c))
-    cell["source"] = rules.source(cell).replace("1.5410", "1.5411")
+    fence = rules.OUTPUT_FENCE.search(rules.source(cell))
+    quoted = fence.group(2)
+    cell["source"] = rules.source(cell).replace(quoted, quoted.replace("\n", " (changed)\n", 1), 1)
+
+
+def whole_output_quoted(nb):
+    cell = first(nb, lambda c: "```output:" in rules.source(c) and "lang-en" in rules.tags(c))
+    name = rules.OUTPUT_FENCE.search(rules.source(cell)).group(1)
+    stored = first(nb, lambda c: f"output:{name}" in rules.tags(c))
+    whole = "\n".join(f"line {i}" for i in range(3))
+    stored["outputs"] = [{"output_type": "stream", "name": "stdout", "text": whole + "\n"}]
+    cell["source"] = f"```output:{name}\n{whole}\n```"
+
+
+def long_error(nb):
+    cell = first_code_with_output(nb)
+    cell["metadata"]["tags"] = ["raises-exception"]
+    frames = [f"File torch/nn/modules/module.py:{i}, in _call_impl" for i in range(12)]
+    cell["outputs"] = [{"output_type": "error", "ename": "ValueError", "evalue": "x", "traceback": frames}]
+
+
+def exercise_without_prompt(nb):
+    first(nb, lambda c: "solution" in rules.tags(c))["metadata"].pop("exercise")
+
+
+def figure_without_caption(nb):
+    index = next(i for i, c in enumerate(nb["cells"]) if any("image/png" in o.get("data", {}) for o in c.get("outputs", [])))
+    del nb["cells"][index + 1 : index + 3]
+
+
+def source_pointer(nb):
+    nb["cells"][2]["source"] += "\n\nType `scatter_reference??` to read it."
+
+
+def italic_chinese(nb):
+    nb["cells"][3]["source"] += "\n\n这是*斜体的中文*。"
+
+
+def glossary_variant(nb):
+    nb["cells"][3]["source"] += "\n\n前向计算很快。"
+
+
+def second_level_one_title(nb):
+    nb["cells"][1]["source"] = "# 第 03 课 · 标题"
+
+
+def errata_without_note(nb):
+    nb["cells"][2:2] = [
+        md("## Errata: an old claim", "lang-en"),
+        md("## 勘误：一个旧说法", "lang-zh"),
+        {"cell_type": "code", "metadata": {}, "source": "1", "outputs": [], "execution_count": None},
+    ]
 
 
 def stated_output_missing_in_chinese(nb):
@@ -121,7 +173,9 @@ def stated_output_missing_in_chinese(nb):
 
 
 def no_solution(nb):
-    first(nb, lambda c: "solution" in rules.tags(c))["metadata"]["tags"] = []
+    for cell in nb["cells"]:
+        if "solution" in rules.tags(cell):
+            cell["metadata"]["tags"] = []
 
 
 def failing_self_check(nb):
@@ -176,6 +230,15 @@ BREAKS = [
     (rules.rule_errata_proven, errata_without_proof),
     (rules.rule_errata_proven, errata_without_chinese_heading),
     (rules.rule_glossary_terms, glossary_term_dropped),
+    (rules.rule_glossary_variants, glossary_variant),
+    (rules.rule_title_first, second_level_one_title),
+    (rules.rule_documented_outputs, whole_output_quoted),
+    (rules.rule_short_errors, long_error),
+    (rules.rule_exercises_have_bilingual_prompts, exercise_without_prompt),
+    (rules.rule_figures_captioned, figure_without_caption),
+    (rules.rule_no_source_pointers, source_pointer),
+    (rules.rule_no_chinese_italics, italic_chinese),
+    (rules.rule_errata_proven, errata_without_note),
 ]
 
 
@@ -201,7 +264,13 @@ def test_unexecuted_notebook_fails_more_than_one_rule():
     broken = copy.deepcopy(GOOD)
     never_executed(broken)
     failing = [rule.__name__ for rule in rules.RULES if rule(broken)]
-    assert failing == ["rule_executed_in_order", "rule_documented_outputs", "rule_exercises_self_checked"]
+    # raises-exception cells lose their stored error too
+    assert failing == [
+        "rule_executed_in_order",
+        "rule_clean_outputs",
+        "rule_documented_outputs",
+        "rule_exercises_self_checked",
+    ]
 
 
 def test_glossary_loads_terms_from_the_table_only():
