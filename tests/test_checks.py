@@ -52,11 +52,14 @@ def test_every_typical_mistake_is_rejected_with_its_own_hint(row):
         assert not CJK.search(english) and CJK.search(chinese), f"{mistake.what!r}: the hint needs both languages"
 
 
-def test_rows_are_exercises_with_distinct_hints():
+def test_rows_are_distinct_mistakes_with_more_than_one_hint():
+    # Two mistakes with one cause may share a hint (calling model.eval() late or never); a table whose every
+    # mistake gets the same hint would be a checker that diagnoses nothing.
     for module, exercise in ROWS:
         assert isinstance(exercise, Exercise)
-        hints = [m.hint for m in exercise.mistakes]
-        assert len(set(hints)) == len(hints), f"{row_id((module, exercise))}: two mistakes share one hint"
+        whats = [m.what for m in exercise.mistakes]
+        assert len(set(whats)) == len(whats), f"{row_id((module, exercise))}: a mistake is listed twice"
+        assert len({m.hint for m in exercise.mistakes}) >= 3, f"{row_id((module, exercise))}: too few distinct hints"
 
 
 def test_every_checker_has_a_table():
