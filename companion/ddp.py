@@ -19,9 +19,8 @@ from torch.utils.data import DistributedSampler, TensorDataset
 
 from companion._validate import require_int
 from companion.devices import pick_device
-from companion.plotting import COLUMN_WIDTH
 
-if TYPE_CHECKING:  # pyplot is imported only when a picture is drawn: every rank imports this module
+if TYPE_CHECKING:  # matplotlib is imported only when a picture is drawn: every rank imports this module
     from matplotlib.figure import Figure
 
 TRUE_WEIGHT = (2.0, -1.0, 0.5)
@@ -94,6 +93,8 @@ def sampler_table(n: int, num_replicas: int, epochs: int, set_epoch: bool, seed:
 def plot_sampler(n: int = 10, num_replicas: int = 3, epochs: int = 3, seed: int = 0) -> "Figure":
     """Draw the indices each rank gets per epoch, without and with set_epoch; padded repeats are hatched."""
     import matplotlib.pyplot as plt
+
+    from companion.plotting import COLUMN_WIDTH
 
     per_rank = -(-n // num_replicas)  # ceil(n / num_replicas): every rank gets as many
     colours = plt.get_cmap("tab10").colors
