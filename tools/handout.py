@@ -97,7 +97,7 @@ CHROMIUM_ARGS = [
 # A line break in the source between two Chinese characters, or after Chinese punctuation, is not a space in print.
 CJK = r"\u3000-\u303f\u3400-\u9fff\uf900-\ufaff\uff00-\uffef"
 CJK_PUNCTUATION = r"\u3000-\u303f\uff00-\uffef"
-LINE_AFTER_CJK = re.compile(rf"(?<=[{CJK}])\n[ \t]*(?![-*+>#|`\d\s])(?=(.))")
+LINE_AFTER_CJK = re.compile(rf"(?<=[{CJK}])\n[ \t]*(?![-*+>#|\d\s])(?=(.))")
 
 
 @dataclass(frozen=True)
