@@ -96,8 +96,8 @@ execute: $(STAMP)
 	$(BIN)/python tools/tidy_errors.py $(if $(NB),$(NB),$(NOTEBOOKS))
 
 lint: $(STAMP)
-	$(BIN)/ruff check companion tests tools notebooks
-	$(BIN)/ruff format --check companion tests tools
+	$(BIN)/ruff check companion tests tools notebooks conftest.py
+	$(BIN)/ruff format --check companion tests tools notebooks conftest.py
 
 # The whole suite again in a second environment with the newest torch the course allows (pyproject.toml).
 MATRIX_VENV := .venv-matrix

@@ -274,7 +274,9 @@ def rule_figures_captioned(nb: dict) -> list[str]:
         if not any("image/png" in o.get("data", {}) for o in cell.get("outputs", [])):
             continue
         after = cells[i + 1 : i + 3]
-        if len(after) < 2 or not ({"caption", "lang-en"} <= tags(after[0]) and {"caption", "lang-zh"} <= tags(after[1])):
+        if len(after) < 2 or not (
+            {"caption", "lang-en"} <= tags(after[0]) and {"caption", "lang-zh"} <= tags(after[1])
+        ):
             problems.append(f"cell {i} draws a figure: follow it with a caption pair (tags caption + lang-en/lang-zh)")
         elif any(len(source(c).strip().splitlines()) != 1 for c in after):
             problems.append(f"cell {i}: a figure caption is one line")

@@ -35,9 +35,9 @@ from companion import (
     training,
 )
 from companion.checkpoint import CheckpointError
+from companion.checks import autograd as checks_autograd
 from companion.checks import batchnorm as checks_batchnorm
 from companion.checks import checkpoint as checks_checkpoint
-from companion.checks import autograd as checks_autograd
 from companion.checks import conv as checks_conv
 from companion.checks import course as checks_course
 from companion.checks import data as checks_data

@@ -74,7 +74,9 @@ def test_every_checker_has_a_table():
 def test_no_checker_outside_companion_checks():
     for path in Path(companion.__file__).parent.glob("*.py"):
         tree = ast.parse(path.read_text(encoding="utf-8"))
-        names = [node.name for node in tree.body if isinstance(node, ast.FunctionDef) and node.name.startswith("check_")]
+        names = [
+            node.name for node in tree.body if isinstance(node, ast.FunctionDef) and node.name.startswith("check_")
+        ]
         assert not names, f"{path.name} defines {names}: checkers live in companion/checks/"
 
 

@@ -8,7 +8,9 @@ import course_map
 from notebook_rules import NOTEBOOK_DIR, ROOT
 
 LESSONS = course_map.load_map()
-NOTEBOOKS = {lesson["number"]: json.loads((NOTEBOOK_DIR / lesson["file"]).read_text(encoding="utf-8")) for lesson in LESSONS}
+NOTEBOOKS = {
+    lesson["number"]: json.loads((NOTEBOOK_DIR / lesson["file"]).read_text(encoding="utf-8")) for lesson in LESSONS
+}
 
 
 def test_the_map_lists_every_lesson_in_order():
@@ -22,7 +24,9 @@ def test_each_lesson_entry_is_complete(lesson):
     assert lesson["title"] and lesson["title_zh"]
     assert 3 <= len(lesson["objectives"]) <= 4 and len(lesson["objectives_zh"]) == len(lesson["objectives"])
     assert "TODO" not in lesson["objectives"] + lesson["objectives_zh"]
-    assert lesson["minutes"] == course_map.estimate_minutes(NOTEBOOKS[lesson["number"]]), "run tools/course_map.py --write"
+    assert lesson["minutes"] == course_map.estimate_minutes(NOTEBOOKS[lesson["number"]]), (
+        "run tools/course_map.py --write"
+    )
 
 
 @pytest.mark.parametrize("lesson", LESSONS, ids=lambda lesson: lesson["number"])

@@ -83,7 +83,9 @@ def test_figures_are_numbered_in_the_editions_language():
     english = edition_notebook(lesson(path), Edition("en", "teacher"), path.stem[:2])
     chinese = edition_notebook(lesson(path), Edition("zh", "teacher"), path.stem[:2])
     captions = [c.source for c in english.cells if "caption" in tags(c)]
-    assert captions[0].startswith(f"**Figure {number}.1**: ") and captions[-1].startswith(f"**Figure {number}.{len(captions)}**")
+    assert captions[0].startswith(f"**Figure {number}.1**: ") and captions[-1].startswith(
+        f"**Figure {number}.{len(captions)}**"
+    )
     assert [c.source for c in chinese.cells if "caption" in tags(c)][0].startswith(f"**图 {number}.1**：")
 
 
@@ -277,7 +279,10 @@ def needs_pdfs():
         pytest.skip("no PDFs on this machine: Chromium was not found (make handout says how to get it)")
 
 
-EDITION_MARK = {"en": {"student": "Student edition", "teacher": "Teacher edition"}, "zh": {"student": "学生版", "teacher": "教师版"}}
+EDITION_MARK = {
+    "en": {"student": "Student edition", "teacher": "Teacher edition"},
+    "zh": {"student": "学生版", "teacher": "教师版"},
+}
 
 
 @handout
@@ -337,17 +342,26 @@ def test_no_page_but_a_lessons_last_is_mostly_empty(edition, tmp_path):
     texts = pdf_page_texts(book)
     # Each part (lesson, glossary, answer key) starts a page: the page before a start may end a part early.
     starts = [number for _, number in book_lessons(edition)]
-    starts += [i for i, t in enumerate(texts, start=1) if i > 2 and t.strip() and re.search(
-        r"Glossary|术语表|Answer key|答案与讲解", t.strip().splitlines()[0]) and not re.search(
-        r"Glossary|术语表|Answer key|答案与讲解", (texts[i - 2].strip().splitlines() or [""])[0])]
+    starts += [
+        i
+        for i, t in enumerate(texts, start=1)
+        if i > 2
+        and t.strip()
+        and re.search(r"Glossary|术语表|Answer key|答案与讲解", t.strip().splitlines()[0])
+        and not re.search(r"Glossary|术语表|Answer key|答案与讲解", (texts[i - 2].strip().splitlines() or [""])[0])
+    ]
     exempt = {1, 2, len(images)} | {start - 1 for start in starts}
     fractions = {i: blank_fraction(image) for i, image in enumerate(images, start=1)}
     wasted = {i: round(f, 2) for i, f in fractions.items() if f > 0.6 and i not in exempt}
     report = HANDOUT / "blank-pages.json"
     record = json.loads(report.read_text()) if report.exists() else {}
     ordered = sorted(fractions.values())
-    record[edition.name] = {"pages": len(images), "median_blank": round(ordered[len(ordered) // 2], 2),
-                            "over_30": sum(f > 0.3 for f in ordered), "over_60_not_last": len(wasted)}
+    record[edition.name] = {
+        "pages": len(images),
+        "median_blank": round(ordered[len(ordered) // 2], 2),
+        "over_30": sum(f > 0.3 for f in ordered),
+        "over_60_not_last": len(wasted),
+    }
     report.write_text(json.dumps(record, indent=1))
     assert wasted == {}, wasted
 
@@ -378,7 +392,9 @@ def test_a_rendered_pdf_page_is_not_blank_and_is_kept_for_a_look(tmp_path):
     from PIL import Image
 
     pdf = HANDOUT / "pdf" / "bilingual-teacher" / "03-scatter.pdf"
-    subprocess.run(["pdftoppm", "-png", "-r", "80", "-f", "1", "-l", "1", str(pdf), str(HANDOUT / "screenshot-pdf")], check=True)
+    subprocess.run(
+        ["pdftoppm", "-png", "-r", "80", "-f", "1", "-l", "1", str(pdf), str(HANDOUT / "screenshot-pdf")], check=True
+    )
     shot = next(HANDOUT.glob("screenshot-pdf*.png"))
     image = Image.open(shot).convert("L")
     dark = sum(image.histogram()[:128])

@@ -139,7 +139,9 @@ def exercise_without_prompt(nb):
 
 
 def figure_without_caption(nb):
-    index = next(i for i, c in enumerate(nb["cells"]) if any("image/png" in o.get("data", {}) for o in c.get("outputs", [])))
+    index = next(
+        i for i, c in enumerate(nb["cells"]) if any("image/png" in o.get("data", {}) for o in c.get("outputs", []))
+    )
     del nb["cells"][index + 1 : index + 3]
 
 

@@ -1,16 +1,11 @@
 """The project's promises about setup: conda and pip name the same packages, CI pins them, the README leads right."""
 
 import re
-import sys
+import tomllib
 
 from packaging.requirements import Requirement
 
 from notebook_rules import NOTEBOOK_DIR, ROOT
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:
-    import tomli as tomllib
 
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
 CONDA_TO_PIP = {"pytorch": "torch"}

@@ -34,7 +34,7 @@ def test_tidy_notebook_rewrites_only_tracebacks(tmp_path):
 def test_anatomy_sorts_lines_into_kinds():
     import anatomy
 
-    module = '''import torch
+    module = """import torch
 
 
 def taught(x):
@@ -53,7 +53,7 @@ def check_taught(f):
 
 def plot_taught():
     return None
-'''
+"""
     counts = anatomy.classify("companion/example.py", module)
     assert counts == {"reference": 3, "validation": 2, "checkers": 4, "plots": 2}  # import, def, return
     assert anatomy.classify("companion/checks/example.py", module) == {"checkers": 11}  # every non-blank line

@@ -27,12 +27,16 @@ PLUMBING = {"main", "parse_args", "spawn_worker", "write_json"}
 def sources(rev: str | None) -> dict[str, str]:
     """companion/**.py as {relative path: text}, from the working tree or from a commit."""
     if rev is None:
-        return {str(p.relative_to(ROOT)): p.read_text(encoding="utf-8") for p in sorted((ROOT / "companion").rglob("*.py"))}
+        return {
+            str(p.relative_to(ROOT)): p.read_text(encoding="utf-8") for p in sorted((ROOT / "companion").rglob("*.py"))
+        }
     names = subprocess.run(
         ["git", "ls-tree", "-r", "--name-only", rev, "companion"], cwd=ROOT, capture_output=True, text=True, check=True
     ).stdout.split()
     return {
-        name: subprocess.run(["git", "show", f"{rev}:{name}"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+        name: subprocess.run(
+            ["git", "show", f"{rev}:{name}"], cwd=ROOT, capture_output=True, text=True, check=True
+        ).stdout
         for name in names
         if name.endswith(".py")
     }
@@ -108,9 +112,15 @@ def table(rev: str | None) -> str:
     for path, text in sources(rev).items():
         counts = classify(path, text)
         total += counts
-        rows.append(f"| {path.removeprefix('companion/')} | {sum(counts.values())} | " + " | ".join(str(counts[k]) for k in KINDS) + " |")
+        rows.append(
+            f"| {path.removeprefix('companion/')} | {sum(counts.values())} | "
+            + " | ".join(str(counts[k]) for k in KINDS)
+            + " |"
+        )
     whole = sum(total.values())
-    rows.append(f"| **all** | {whole} | " + " | ".join(f"{total[k]} ({100 * total[k] / whole:.0f}%)" for k in KINDS) + " |")
+    rows.append(
+        f"| **all** | {whole} | " + " | ".join(f"{total[k]} ({100 * total[k] / whole:.0f}%)" for k in KINDS) + " |"
+    )
     return "\n".join(rows)
 
 

@@ -11,16 +11,12 @@ import argparse
 import json
 import math
 import re
-import sys
+import tomllib
 from pathlib import Path
 
 import nbformat
-import zh_sync
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
+import zh_sync
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
@@ -130,13 +126,22 @@ def order_problems(lessons: list[dict], notebooks: dict[str, dict]) -> list[str]
 
 def readme_map(lessons: list[dict]) -> str:
     """The README's course map: a table and a dependency graph (mermaid)."""
-    rows = ["| # | Lesson / 课程 | You will / 你将学会 | Before it / 先修 | Minutes / 分钟 |", "| --- | --- | --- | --- | --- |"]
+    rows = [
+        "| # | Lesson / 课程 | You will / 你将学会 | Before it / 先修 | Minutes / 分钟 |",
+        "| --- | --- | --- | --- | --- |",
+    ]
     for lesson in lessons:
         link = f"[{lesson['title']}](notebooks/{lesson['file']})<br>{lesson['title_zh']}"
         goals = "; ".join(lesson["objectives"])
-        rows.append(f"| {lesson['number']} | {link} | {goals} | {', '.join(lesson['requires']) or '—'} | {lesson['minutes']} |")
+        rows.append(
+            f"| {lesson['number']} | {link} | {goals} | {', '.join(lesson['requires']) or '—'} | {lesson['minutes']} |"
+        )
     graph = ["```mermaid", "graph LR"]
-    graph += [f"  L{need}[{need}] --> L{lesson['number']}[{lesson['number']}]" for lesson in lessons for need in lesson["requires"]]
+    graph += [
+        f"  L{need}[{need}] --> L{lesson['number']}[{lesson['number']}]"
+        for lesson in lessons
+        for need in lesson["requires"]
+    ]
     graph.append("```")
     return "\n".join(rows) + "\n\n" + "\n".join(graph)
 
@@ -149,7 +154,7 @@ def write_all() -> None:
         notebook = json.loads(path.read_text(encoding="utf-8"))
         minutes = estimate_minutes(notebook)
         block = re.compile(rf'(number = "{lesson["number"]}"\n(?:.*\n)*?minutes = )\d+')
-        text = block.sub(lambda m: f"{m.group(1)}{minutes}", text, count=1)
+        text = block.sub(lambda m, minutes=minutes: f"{m.group(1)}{minutes}", text, count=1)
     MAP.write_text(text, encoding="utf-8")
     lessons = load_map()
     for lesson in lessons:

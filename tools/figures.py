@@ -39,8 +39,9 @@ def figures(notebook: dict) -> dict[str, int]:
     stored = {t[7:]: cell_text(c) for c in code_cells(notebook) for t in tags(c) if t.startswith("output:")}
     quotes = [(name, text) for c in english for name, text in OUTPUT_FENCE.findall(source(c))]
     whole = sum(
-        1 for name, text in quotes if name in stored and len(stored[name].strip().splitlines()) > 1
-        and text.strip() == stored[name].strip()
+        1
+        for name, text in quotes
+        if name in stored and len(stored[name].strip().splitlines()) > 1 and text.strip() == stored[name].strip()
     )
     errors = [
         len(ANSI.sub("", "\n".join(o.get("traceback", []))).strip().splitlines())

@@ -28,11 +28,11 @@ from pathlib import Path
 import jupyter_server_mathjax
 import nbformat
 import torch
-from lesson_copies import exercises, one_language, stub_solutions
-import zh_sync
 from nbconvert import HTMLExporter
 
+import zh_sync
 from companion.plotting import FONT_PATH
+from lesson_copies import exercises, one_language, stub_solutions
 
 ROOT = Path(__file__).resolve().parent.parent
 TEMPLATES = Path(__file__).parent / "templates"
@@ -262,7 +262,7 @@ def answer_key_cells(lessons: list[tuple[str, nbformat.NotebookNode]], edition: 
     }
     languages = ["en", "zh"] if edition.language == "bilingual" else [edition.language]
     cells = [markdown_cell(f'<h1 id="answer-key">{word(edition, "key")}</h1>', "lesson-key")]
-    for number, notebook in lessons:
+    for _number, notebook in lessons:
         for solution, check in exercises(notebook):
             name = re.findall(r"\b(check_\w+)\s*\(", notebook.cells[check].source)[-1]
             exercise = tables.get(name)
@@ -296,7 +296,6 @@ HINTS: dict[tuple[str, int], str] = {}
 def hint_for(exercise, index: int) -> str:
     """The hint a checker gives for its `index`-th typical mistake (printed output dropped); computed once per
     build, since some checkers train a small model on each answer."""
-    from companion.exercises import WrongAnswer
 
     key = (exercise.check.__name__, index)
     if key not in HINTS:
@@ -492,7 +491,10 @@ def build(out_dir: Path, notebook_dir: Path = ROOT / "notebooks", chromium: str 
     pages: dict[str, list[int]] = {}
     for edition in EDITIONS:
         editions = [edition_notebook(notebook, edition, stem[:2]) for stem, notebook in lessons]
-        titles = [(stem[:2], lesson_title(notebook, edition.language)) for (stem, _), notebook in zip(lessons, editions)]
+        titles = [
+            (stem[:2], lesson_title(notebook, edition.language))
+            for (stem, _), notebook in zip(lessons, editions, strict=False)
+        ]
         css = page_css(titles, edition)
         counts = []
         for index, ((stem, _), notebook) in enumerate(zip(lessons, editions, strict=True)):
@@ -504,19 +506,25 @@ def build(out_dir: Path, notebook_dir: Path = ROOT / "notebooks", chromium: str 
                 counts.append(printer.print(page, out_dir / "pdf" / edition.name / f"{stem}.pdf"))
         # Each lesson starts a new named page, so it fills as many pages in the book as in its own PDF.
         first = [3 + sum(counts[:i]) for i in range(len(counts))] if printer else [0] * len(lessons)
-        contents = [(title, page) for (_, title), page in zip(titles, first)]
+        contents = [(title, page) for (_, title), page in zip(titles, first, strict=False)]
         appendix = glossary_cells(edition)
         if edition.version == "teacher":
-            appendix += answer_key_cells([(stem[:2], nb) for (stem, _), nb in zip(lessons, editions)], edition)
+            appendix += answer_key_cells(
+                [(stem[:2], nb) for (stem, _), nb in zip(lessons, editions, strict=False)], edition
+            )
         if printer:
             contents.append((word(edition, "glossary"), 3 + sum(counts)))
         book = nbformat.v4.new_notebook(metadata=lessons[0][1].metadata)
         book.cells = cover_cells(edition, contents) + [c for nb in editions for c in nb.cells] + appendix
         whole = out_dir / "html" / f"{edition.name}.html"
         title = f"{COURSE[edition.language]} · {edition.title}"
-        book_css = css + BOOK_CSS + "".join(
-            f"@page {page} {{ @top-left {{ content: {css_string(word(edition, key))}; }} }}\n"
-            for page, key in (("glossary", "glossary"), ("answer-key", "key"))
+        book_css = (
+            css
+            + BOOK_CSS
+            + "".join(
+                f"@page {page} {{ @top-left {{ content: {css_string(word(edition, key))}; }} }}\n"
+                for page, key in (("glossary", "glossary"), ("answer-key", "key"))
+            )
         )
         whole.write_text(export_html(book, edition, title, "../", book_css))
         if printer:

@@ -76,7 +76,10 @@ def english_at(path: Path, digest: str) -> str | None:
     """The English text with this hash in the notebook's git history (following renames), if any."""
     log = subprocess.run(
         ["git", "log", "--follow", "--name-only", "--format=%H", "--", str(path.relative_to(ROOT))],
-        cwd=ROOT, capture_output=True, text=True, check=False,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
     ).stdout.split()
     for commit, name in zip(log[::2], log[1::2], strict=False):
         shown = subprocess.run(["git", "show", f"{commit}:{name}"], cwd=ROOT, capture_output=True, text=True)
