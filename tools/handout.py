@@ -182,9 +182,11 @@ def edition_notebook(notebook: nbformat.NotebookNode, edition: Edition, number: 
 
 
 def lesson_title(notebook: nbformat.NotebookNode, language: str) -> str:
-    """The lesson's title in one language ('bilingual' gives 'English / 中文'), without markdown marks."""
-    english = notebook.cells[0].source.splitlines()[0].lstrip("# ").strip()
-    chinese = notebook.cells[1].source.splitlines()[0].strip("* ").strip()
+    """The lesson's title in one language ('bilingual' gives 'English / 中文'), without markdown marks; works on
+    the source and on one-language copies (where the Chinese title is the heading)."""
+    firsts = [c.source.splitlines()[0] if c.source else "" for c in notebook.cells[:3]]
+    english = next((f.lstrip("# ").strip() for f in firsts if re.match(r"^# \d\d · ", f)), "")
+    chinese = next((f.strip("*# ").strip() for f in firsts if re.match(r"^(\*\*|# )第 \d\d 课 · ", f)), "")
     chinese = re.sub(r"^第 (\d\d) 课 · ", r"\1 · ", chinese)
     return {"en": english, "zh": chinese, "bilingual": f"{english} / {chinese}"}[language]
 
@@ -230,12 +232,13 @@ def export_html(notebook, edition: Edition, title: str, root: str, css: str, nav
         "words": {key: word(edition, key) for key in ("answer", "check", "solution", "stale")},
     }
     body, _ = exporter_for(edition.language).from_notebook_node(notebook, resources=resources)
-    return fix_links(body, root)
+    return fix_links(body, root, "" if root == "../../" else f"{edition.name}/")
 
 
-def fix_links(page: str, root: str) -> str:
-    """Links a lesson makes into the project: the glossary becomes the handout's glossary page; README and
-    companion/ are not in the handout, so those links become plain text."""
+def fix_links(page: str, root: str, lessons_folder: str = "") -> str:
+    """Links a lesson makes into the project: another lesson becomes its page in this edition, the glossary the
+    handout's glossary page; README and companion/ are not in the handout, so those links become plain text."""
+    page = re.sub(r'href="(\d\d-[\w-]+)\.ipynb', rf'href="{lessons_folder}\1.html', page)
     page = page.replace('href="GLOSSARY.md"', f'href="{root}glossary.html"')
     return re.sub(r'<a href="\.\./(?:README\.md|companion/?)[^"]*">(.*?)</a>', r"\1", page)
 
