@@ -1,9 +1,11 @@
 """Lesson 12: the DDP script the notebook writes, launched for real on the CPU against one process; companion.ddp,
 companion.ddp_launch, the exercise checks and tools/soak.py.
 
-The launches start real processes (torchrun, two "nodes", torch.multiprocessing.spawn); each costs a few seconds,
-mostly for importing torch (and, at `DDP(...)`, torch._dynamo) in every process, so the file launches as few times
-as its claims allow, and two of the launches run at once (which also proves that they do not collide).
+Each launch starts real processes, and each process spends seconds importing torch (and, at `DDP(...)`,
+torch._dynamo). The lesson's own launches (torchrun on one machine with a checkpoint, torch.multiprocessing.spawn
+with BatchNorm, a failing rank, the old launcher) run under nbval in the notebook, which compares every number they
+print; this file launches only what the lesson does not run: two "nodes" on loopback, with both rendezvous, at
+the same moment (which also proves that two launches do not collide), and the note's script under torchrun.
 """
 
 import json
@@ -27,7 +29,6 @@ from torch.utils.data import DataLoader, DistributedSampler
 
 from companion import ddp_launch
 from companion.checkpoint import load_checkpoint
-from companion.checks.ddp import EXERCISES
 from companion.ddp import (
     device_and_backend,
     flat_parameters,
@@ -41,7 +42,6 @@ from companion.ddp_launch import (
     NOTES_SCRIPT,
     LaunchError,
     ScriptRun,
-    describe,
     free_port,
     launch,
     launch_nodes,
@@ -96,13 +96,12 @@ def script(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def runs(script, tmp_path_factory):
-    """Three launches started at the same moment: 2 ranks with a checkpoint, and two "nodes" of one rank each,
-    with torchrun's static rendezvous and with c10d. Launched at once, they also prove that they do not collide."""
+def node_runs(script, tmp_path_factory):
+    """Two "nodes" of one rank each, once with torchrun's static rendezvous (rank 0 saving a checkpoint) and once
+    with c10d, started at the same moment, which also proves that two launches do not collide."""
     workdir = tmp_path_factory.mktemp("ddp-train")
     calls = {
-        "one node": lambda: launch(script, "--checkpoint", workdir=workdir, device="cpu"),
-        "static": lambda: launch_nodes(script, nnodes=2, device="cpu"),
+        "static": lambda: launch_nodes(script, "--checkpoint", nnodes=2, workdir=workdir, device="cpu"),
         "c10d": lambda: launch_nodes(script, nnodes=2, rendezvous="c10d", device="cpu"),
     }
     outcomes = {}
@@ -119,36 +118,42 @@ def runs(script, tmp_path_factory):
     for thread in threads:
         thread.join()
     assert all(isinstance(o, list) for o in outcomes.values()), outcomes  # no launch disturbed another
-    return outcomes["one node"], workdir, outcomes
+    return outcomes, workdir
 
 
-def test_ddp_on_two_ranks_equals_one_process_on_the_whole_batch(runs):
-    results, _, _ = runs
-    assert describe(results).splitlines() == [
-        "rank 0: local rank 0, node 0, world size 2, gloo on cpu",
-        "rank 1: local rank 1, node 0, world size 2, gloo on cpu",
-    ]
+@pytest.mark.parametrize("rendezvous", ["static", "c10d"])
+def test_ddp_on_two_nodes_equals_one_process_on_the_whole_batch(node_runs, rendezvous):
+    results = node_runs[0][rendezvous]
     single = seeded(lambda: nn.Linear(3, 1))
     losses = one_process(single)
     assert results[0]["parameters"] == results[1]["parameters"]  # the replicas stay bit-identical
-    difference = largest_difference(results[0]["parameters"], flat_parameters(single))
-    print(f"largest parameter difference, DDP vs one process: {difference:.2e}")
-    assert difference < TOLERANCE
+    assert largest_difference(results[0]["parameters"], flat_parameters(single)) < TOLERANCE
     assert largest_difference(results[0]["epoch_losses"], losses) < 1e-5  # all-reduced: the whole batch's
     assert results[0]["epoch_losses"] == results[1]["epoch_losses"]
-    assert results.stdout.splitlines() == [f"epoch {e}: mean loss {loss:.4f}" for e, loss in enumerate(losses)]
 
 
-def test_ddp_starts_every_rank_from_rank_0s_parameters(runs):
-    results, _, _ = runs
-    built = [r["built"] for r in results]
+@pytest.mark.parametrize("rendezvous", ["static", "c10d"])
+def test_two_nodes_on_loopback_number_their_ranks_by_node(node_runs, rendezvous):
+    nodes = node_runs[0][rendezvous]
+    assert [(r["rank"], r["world_size"], r["backend"], r["device"]) for r in nodes] == [
+        (0, 2, "gloo", "cpu"),
+        (1, 2, "gloo", "cpu"),
+    ]
+    assert {(r["node_rank"], r["local_rank"]) for r in nodes} == {(0, 0), (1, 0)}
+    if rendezvous == "static":  # --node-rank decides the order; c10d numbers the nodes itself
+        assert [r["node_rank"] for r in nodes] == [0, 1]
+
+
+def test_ddp_starts_every_rank_from_rank_0s_parameters(node_runs):
+    built = [r["built"] for r in node_runs[0]["static"]]
     assert built[0] == flat_parameters(seeded(lambda: nn.Linear(3, 1), 0))
     assert built[1] == flat_parameters(seeded(lambda: nn.Linear(3, 1), 1)) != built[0]  # seeded apart...
-    assert [r["started"] for r in results] == [built[0], built[0]]  # ...and made equal by DDP(model)
+    assert [r["started"] for r in node_runs[0]["static"]] == [built[0], built[0]]  # ...made equal by DDP(model)
 
 
-def test_checkpoint_saved_by_rank_0_loads_on_every_rank(runs):
-    results, workdir, _ = runs
+def test_checkpoint_saved_by_rank_0_loads_on_every_rank(node_runs):
+    outcomes, workdir = node_runs
+    results = outcomes["static"]
     assert [r["checkpoint_equal"] for r in results] == [True, True]
     assert results[0]["keys"] == ["module.weight", "module.bias"]
     state = load_checkpoint(workdir / "checkpoint.pt")["model"]
@@ -158,56 +163,11 @@ def test_checkpoint_saved_by_rank_0_loads_on_every_rank(runs):
     assert not [p.name for p in workdir.iterdir() if p.name.endswith(".tmp")]  # save_checkpoint left no partial
 
 
-@pytest.mark.parametrize("rendezvous", ["static", "c10d"])
-def test_two_nodes_on_loopback_train_like_one_machine(runs, rendezvous):
-    results, _, outcomes = runs
-    nodes = outcomes[rendezvous]
-    assert [r["rank"] for r in nodes] == [0, 1]
-    assert {(r["node_rank"], r["local_rank"]) for r in nodes} == {(0, 0), (1, 0)}
-    if rendezvous == "static":  # --node-rank decides the order; c10d numbers the nodes itself
-        assert [r["node_rank"] for r in nodes] == [0, 1]
-    assert all(r["parameters"] == results[0]["parameters"] for r in nodes)
-
-
-def test_spawn_runs_the_same_script_and_batchnorm_breaks_the_equality(script):
-    results = spawn(script, "--batchnorm", device="cpu")
-    assert describe(results).splitlines()[1] == "rank 1: local rank 1, node 0, world size 2, gloo on cpu"
-    assert results.stdout.count("mean loss") == 3  # rank 0's prints, from its own output file
-    assert results[0]["parameters"] == results[1]["parameters"]
-    single = seeded(lambda: nn.Sequential(nn.BatchNorm1d(3), nn.Linear(3, 1)))
-    one_process(single)
-    assert largest_difference(results[0]["parameters"], flat_parameters(single)) > 1e-3  # per-rank statistics
-    means = [r["running_means"][0] for r in results]
-    assert means[0] != means[1]  # each rank updated its running mean with its own last share
-
-
-def test_a_failing_rank_fails_the_launch_fast_with_its_message_and_no_orphans(script, tmp_path):
-    start = time.monotonic()
-    with pytest.raises(LaunchError) as caught:
-        launch(script, "--fail-rank", "1", workdir=tmp_path, device="cpu")
-    elapsed = time.monotonic() - start
-    print(f"the failing launch took {elapsed:.1f} s")
-    error = caught.value
-    assert str(error) == "rank 1 failed with RuntimeError: rank 1 stopped on purpose (--fail-rank 1)"
-    assert error.rank == 1 and error.returncodes and error.returncodes[0] != 0
-    assert elapsed < 45  # seconds, not the process group's 60 s timeout (importing torch is most of it)
-    assert error.pids and not any(psutil.pid_exists(pid) for pid in error.pids)
-    assert still_running(tmp_path) == []
-    assert "rank 1 stopped on purpose" in error.stderr  # torchrun's own report names it too
-
-
-def test_the_notes_arguments_fail_under_the_old_launcher_and_default_under_torchrun():
-    old = run_script(NOTES_SCRIPT, 2, old_launcher=True)
-    assert old.returncode == 1
-    assert old.stdout == [
-        "rank 0: arguments ['--local-rank=0'], LOCAL_RANK=0",
-        "rank 1: arguments ['--local-rank=1'], LOCAL_RANK=1",
-    ]
-    assert old.find("FutureWarning") == ["FutureWarning: The module torch.distributed.launch is deprecated"]
-    assert old.find("error:") == [f"error: unrecognized arguments: --local-rank={r}" for r in range(2)]
-    new = run_script(NOTES_SCRIPT, 2)
-    assert new.returncode == 0 and new.stderr == []
-    assert new.stdout == [
+def test_under_torchrun_the_notes_parser_gets_no_local_rank_argument():
+    # The lesson shows the old launcher failing on the note's script; here torchrun runs it for real.
+    run = run_script(NOTES_SCRIPT, 2)
+    assert run.returncode == 0 and run.stderr == []
+    assert run.stdout == [
         "rank 0: arguments [], LOCAL_RANK=0",
         "rank 0: args.local_rank = -1",
         "rank 1: arguments [], LOCAL_RANK=1",
@@ -494,17 +454,6 @@ def test_script_run_finds_lines_from_a_word_on():
 
 # ----------------------------------------------------------------------------------------------------------------
 # Exercise checks: the reference passes, every typical mistake is refused with the hint aimed at it.
-
-
-@pytest.mark.parametrize("exercise", EXERCISES, ids=lambda e: e.check.__name__)
-def test_each_checker_accepts_its_reference_and_names_each_mistake(exercise, capsys):
-    exercise.check(exercise.reference)
-    assert capsys.readouterr().out.startswith("✓ Correct / 正确")
-    assert len(exercise.mistakes) >= 3
-    for mistake in exercise.mistakes:
-        with pytest.raises(WrongAnswer, match=re.escape(mistake.hint)) as caught:
-            exercise.check(mistake.answer)
-        assert "提示：" in str(caught.value), mistake.what
 
 
 def test_check_ddp_gradient_refuses_the_plain_full_batch_gradient():
