@@ -80,14 +80,14 @@ walkthrough: $(VENV)/.handout-installed browser
 # Two workers, one file each (--dist loadfile): a notebook's cells must run in one kernel, in order.
 PYTEST_WORKERS ?= 2
 test: $(STAMP)
-	$(RUN) $(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile --nbval --nbval-current-env --rerun-notebooks tests notebooks
+	$(RUN) $(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder --nbval --nbval-current-env --rerun-notebooks tests notebooks
 
 # On a CUDA machine, after `make clean`: make test-gpu TORCH_SPEC=torch==$(TORCH_VERSION) TORCH_INDEX=
 # Lessons that call companion.devices.pick_device() then compute on the GPU; the checked outputs must not change.
 test-gpu: $(STAMP)
 	@$(BIN)/python -c "import sys, torch; sys.exit(0 if torch.cuda.is_available() else \
 		'No CUDA device visible to PyTorch. On a CUDA machine: make clean; make test-gpu TORCH_SPEC=torch==$(TORCH_VERSION) TORCH_INDEX=')"
-	$(RUN) COURSE_DEVICE=cuda $(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile --nbval --nbval-current-env --rerun-notebooks tests notebooks
+	$(RUN) COURSE_DEVICE=cuda $(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder --nbval --nbval-current-env --rerun-notebooks tests notebooks
 
 execute: $(STAMP)
 	$(RUN) $(BIN)/jupyter nbconvert --to notebook --execute --inplace \
@@ -113,7 +113,7 @@ matrix: $(STAMP)
 	$(MATRIX_VENV)/bin/python -m pip install --quiet --no-deps $(TORCH_INDEX) "$(MATRIX_TORCH_SPEC)"
 	$(MATRIX_VENV)/bin/python -m pip install --quiet -c $(VENV)/constraints-without-torch.txt -e ".[course]"
 	$(RUN) $(MATRIX_VENV)/bin/python -c "import torch; print('matrix: torch', torch.__version__)"
-	$(RUN) $(MATRIX_VENV)/bin/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile --nbval --nbval-current-env --rerun-notebooks tests notebooks
+	$(RUN) $(MATRIX_VENV)/bin/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder --nbval --nbval-current-env --rerun-notebooks tests notebooks
 
 # Figures for the README: per-notebook wall time, floor, slowest cell, peak memory; serial nbval time.
 bench: $(STAMP)

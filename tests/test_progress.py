@@ -96,7 +96,7 @@ def test_a_cell_that_raises_or_loops_is_reported_and_the_run_goes_on(tmp_path):
     results = pg.progress(folder, timeout=30)
     assert [r.status for r in results] == [pg.NOT_ATTEMPTED] * 3
     nbformat.write(notebook, folder / "50-loop.ipynb")  # the learner's answers
-    results = pg.progress(folder, timeout=3)
+    results = pg.progress(folder, timeout=1)
     assert [r.status for r in results] == [pg.WRONG, pg.PASSED, pg.PASSED]
     assert "loop" in results[0].hint
 

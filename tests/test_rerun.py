@@ -14,17 +14,14 @@ SAFE = "log = []\nlog.append(1)\nprint(len(log))"  # the cell rebuilds what it r
 STATEFUL = "log = globals().get('log', [])\nlog.append(1)\nprint(len(log))"  # a second Run All prints 2
 
 
-def run_twice(source: str, folder) -> subprocess.CompletedProcess:
+def lesson(source: str):
+    """A one-cell notebook whose stored output is "1"."""
     notebook = nbformat.v4.new_notebook()
     notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     cell = nbformat.v4.new_code_cell(source, execution_count=1)
     cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text="1\n")]
     notebook.cells = [cell]
-    path = folder / "lesson.ipynb"
-    nbformat.write(notebook, path)
-    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "addopts=", "--nbval"]
-    command += ["--nbval-current-env", "--rerun-notebooks", str(path)]
-    return subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=120, env=os.environ.copy())
+    return notebook
 
 
 @pytest.fixture
@@ -38,14 +35,18 @@ def folder(tmp_path):
     path.rmdir()
 
 
-def test_the_second_pass_catches_state_left_by_the_first(folder):
-    result = run_twice(STATEFUL, folder)
-    assert result.returncode == 1, result.stdout[-2000:]
-    assert "1 failed, 1 passed" in result.stdout
-    assert "Cell 0 (re-run)" in result.stdout
-
-
-def test_a_re_run_safe_notebook_passes_both_passes(folder):
-    result = run_twice(SAFE, folder)
-    assert result.returncode == 0, result.stdout[-2000:]
-    assert "2 passed" in result.stdout
+def test_the_second_pass_fails_on_state_left_by_the_first_and_passes_a_safe_notebook(folder):
+    for name, source in (("safe", SAFE), ("stateful", STATEFUL)):
+        nbformat.write(lesson(source), folder / f"{name}.ipynb")
+    command = [sys.executable, "-m", "pytest", "-q", "-rA", "-p", "no:cacheprovider", "-o", "addopts=", "--nbval"]
+    command += ["--nbval-current-env", "--rerun-notebooks", str(folder)]
+    result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=120, env=os.environ.copy())
+    outcomes = sorted(line for line in result.stdout.splitlines() if line.startswith(("PASSED", "FAILED")))
+    where = f"build/rerun-test/{folder.name}"
+    assert outcomes == [
+        f"FAILED {where}/stateful.ipynb::Cell 0 (re-run)",  # the second Run All printed 2
+        f"PASSED {where}/safe.ipynb::Cell 0",
+        f"PASSED {where}/safe.ipynb::Cell 0 (re-run)",
+        f"PASSED {where}/stateful.ipynb::Cell 0",
+    ], result.stdout[-2000:]
+    assert result.returncode == 1
