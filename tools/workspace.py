@@ -205,8 +205,10 @@ class Workspace:
 def jupyter_command(app: str, folder: Path, extra: list[str]) -> tuple[list[str], dict[str, str]]:
     """The command and environment that open `folder` (inside the project) in JupyterLab or Notebook 7."""
     url_folder = folder.resolve().relative_to(ROOT).as_posix()
-    jupyter = Path(sys.executable).parent / "jupyter"
-    command = [str(jupyter) if jupyter.exists() else "jupyter", "lab" if app == "lab" else "notebook"]
+    # jupyter-lab itself, not `jupyter lab`, which would start one more Python only to start it
+    name = "jupyter-lab" if app == "lab" else "jupyter-notebook"
+    installed = Path(sys.executable).parent / name
+    command = [str(installed) if installed.exists() else name]
     command.append(f"--ServerApp.root_dir={ROOT}")
     if app == "lab":
         command += ["--LabApp.custom_css=True", f"--LabApp.default_url=/lab/tree/{url_folder}"]
