@@ -299,6 +299,38 @@ def rule_no_chinese_italics(nb: dict) -> list[str]:
     ]
 
 
+LINE_BREAK_AFTER_CHINESE = re.compile(r"[\u3000-\u303f\u3400-\u9fff\uf900-\ufaff\uff00-\uffef]\n(?![-*+>#|\d\s])")
+
+
+def rule_chinese_paragraphs_on_one_line(nb: dict) -> list[str]:
+    """JupyterLab (and the handout's HTML) shows a line break inside a paragraph as a space, which between two
+    Chinese characters is a visible gap; Chinese paragraphs are therefore one source line each."""
+    problems = []
+    for i, c in enumerate(nb["cells"]):
+        if "lang-zh" in tags(c):
+            found = LINE_BREAK_AFTER_CHINESE.search(re.sub(r"```.*?```", " ", source(c), flags=re.S))
+            if found:
+                problems.append(
+                    f"cell {i}: line break after {found.group(0)[0]!r}: keep a Chinese paragraph on one line"
+                )
+    return problems
+
+
+SPACE_AFTER_CHINESE_PUNCTUATION = re.compile(r"[，。；：！？、]\**[ \t]+(?=[^\s|])")
+
+
+def rule_no_space_after_chinese_punctuation(nb: dict) -> list[str]:
+    """Chinese punctuation is full width: a space after it shows as a gap (write "**陷阱**。正文", whose bold
+    closes by CommonMark's rules, not "**陷阱。** 正文")."""
+    problems = []
+    for i, c in enumerate(nb["cells"]):
+        if "lang-zh" in tags(c):
+            found = SPACE_AFTER_CHINESE_PUNCTUATION.search(re.sub(r"```.*?```", " ", source(c), flags=re.S))
+            if found:
+                problems.append(f"cell {i}: space after Chinese punctuation in {found.group(0)!r}")
+    return problems
+
+
 def prose_keep_emphasis(text: str) -> str:
     """Markdown without code blocks, inline code and maths (emphasis marks kept)."""
     text = re.sub(r"```.*?```", " ", text, flags=re.S)
@@ -412,4 +444,6 @@ RULES = [
     rule_figures_captioned,
     rule_no_source_pointers,
     rule_no_chinese_italics,
+    rule_no_space_after_chinese_punctuation,
+    rule_chinese_paragraphs_on_one_line,
 ]

@@ -153,6 +153,14 @@ def italic_chinese(nb):
     nb["cells"][3]["source"] += "\n\n这是*斜体的中文*。"
 
 
+def space_after_chinese_punctuation(nb):
+    nb["cells"][3]["source"] += "\n\n**陷阱。** 这里多了一个空格。"
+
+
+def chinese_line_break(nb):
+    nb["cells"][3]["source"] += "\n\n这一段在句子中间\n换了行。"
+
+
 def glossary_variant(nb):
     nb["cells"][3]["source"] += "\n\n前向计算很快。"
 
@@ -240,6 +248,8 @@ BREAKS = [
     (rules.rule_figures_captioned, figure_without_caption),
     (rules.rule_no_source_pointers, source_pointer),
     (rules.rule_no_chinese_italics, italic_chinese),
+    (rules.rule_no_space_after_chinese_punctuation, space_after_chinese_punctuation),
+    (rules.rule_chinese_paragraphs_on_one_line, chinese_line_break),
     (rules.rule_errata_proven, errata_without_note),
 ]
 
