@@ -17,11 +17,14 @@ import importlib
 import io
 import json
 import pkgutil
+import queue
 import re
 import shutil
 import subprocess
 import sys
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,6 +32,10 @@ import jupyter_server_mathjax
 import nbformat
 import torch
 from nbconvert import HTMLExporter
+from nbconvert.exporters.templateexporter import TemplateExporter
+from nbconvert.filters.highlight import Highlight2HTML
+from nbconvert.filters.strings import clean_html
+from nbconvert.filters.widgetsdatatypefilter import WidgetsDataTypeFilter
 
 import zh_sync
 from companion.plotting import FONT_PATH
@@ -100,6 +107,9 @@ CJK_PUNCTUATION = r"\u3000-\u303f\uff00-\uffef"
 LINE_AFTER_CJK = re.compile(rf"(?<=[{CJK}])\n[ \t]*(?![-*+>#|\d\s])(?=(.))")
 
 
+LONG_INPUT = 40  # lines of code: more than half an A4 page, so waiting for the next page would waste one
+
+
 @dataclass(frozen=True)
 class Edition:
     """One of the six handouts: a language and a version."""
@@ -166,6 +176,8 @@ def edition_notebook(notebook: nbformat.NotebookNode, edition: Edition, number: 
         tags = cell.metadata.setdefault("tags", [])
         if number:
             tags.append(f"lesson-{number}")
+        if cell.cell_type == "code" and cell.source.count("\n") >= LONG_INPUT:
+            tags.append("long-input")  # printed across a page break rather than moved whole to the next page
         if cell.cell_type != "markdown":
             continue
         # `output:NAME` fences exist for the tests; readers see plain text blocks
@@ -201,9 +213,16 @@ def page_css(lessons: list[tuple[str, str]], edition: Edition) -> str:
     label = css_string(edition.title)
     rules = [f"@page {{ @top-right {{ content: {label}; }} }}"]
     for number, title in lessons:
-        rules.append(f".celltag_lesson-{number} {{ page: lesson-{number}; }}")
+        rules.append(f"{whole_cells(f'lesson-{number}')} {{ page: lesson-{number}; }}")
         rules.append(f"@page lesson-{number} {{ @top-left {{ content: {css_string(plain(title))}; }} }}")
     return "\n".join(rules)
+
+
+def whole_cells(tag: str) -> str:
+    """A selector for the cells tagged `tag` as whole blocks: nbconvert puts a code cell's tags on the cell but a
+    markdown cell's on its rendered text, and a page name must sit on the cell, or Chromium breaks the page
+    between the cell and its own contents."""
+    return f".jp-Cell.celltag_{tag}, .jp-Cell:has(.celltag_{tag})"
 
 
 def css_string(text: str) -> str:
@@ -211,12 +230,56 @@ def css_string(text: str) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
+class HandoutExporter(HTMLExporter):
+    """nbconvert's HTML exporter for a build that exports every cell a dozen times (six editions, each lesson alone
+    and in its book): highlighting and HTML cleaning are cached by their input, and the BeautifulSoup pass over the
+    whole page (a third of the build, for two attributes) gives way to two substitutions that add the same ones."""
+
+    def from_notebook_node(self, nb, resources=None, **kw):
+        resources = self._init_resources(resources)
+        self.register_filter("highlight_code", cached_highlight)
+        self.register_filter("clean_html", cached_clean_html)
+        self.register_filter(
+            "filter_data_type",
+            WidgetsDataTypeFilter(notebook_metadata=self._nb_metadata, parent=self, resources=resources),
+        )
+        page, resources = TemplateExporter.from_notebook_node(self, nb, resources, **kw)
+        page = re.sub(r"<img(?![^>]*\balt=)", '<img alt="No description has been provided for this image"', page)
+        page = re.sub(
+            r'(<div class="[^"]*\b(?:jp-Cell-inputWrapper|jp-OutputArea-output)\b[^"]*")', r'\1 tabindex="0"', page
+        )
+        return page, resources
+
+
+HIGHLIGHT = Highlight2HTML(pygments_lexer="ipython3")
+
+
 @functools.cache
+def _highlight(source: str, language: str | None, magics_language: str | None) -> str:
+    metadata = {"magics_language": magics_language} if magics_language else None
+    return HIGHLIGHT(source, language=language, metadata=metadata)
+
+
+def cached_highlight(source: str, language: str | None = None, metadata=None) -> str:
+    """nbconvert's highlight_code, computed once per source (of a cell's metadata, only a cell magic's language
+    changes the result)."""
+    return _highlight(source, language, (metadata or {}).get("magics_language"))
+
+
+cached_clean_html = functools.cache(clean_html)
+
+EXPORTERS = threading.local()
+
+
 def exporter_for(language: str) -> HTMLExporter:
-    """One exporter per language: building one (and its templates) costs more than exporting a lesson."""
-    return HTMLExporter(
-        template_name="handout", extra_template_basedirs=[str(TEMPLATES)], language_code=HTML_LANG[language]
-    )
+    """One exporter per language and thread: building one (and its templates) costs more than exporting a lesson,
+    and an exporter keeps state while it works, so two threads never share one."""
+    made = EXPORTERS.__dict__.setdefault("by_language", {})
+    if language not in made:
+        made[language] = HandoutExporter(
+            template_name="handout", extra_template_basedirs=[str(TEMPLATES)], language_code=HTML_LANG[language]
+        )
+    return made[language]
 
 
 def export_html(notebook, edition: Edition, title: str, root: str, css: str, nav: str = "") -> str:
@@ -258,11 +321,7 @@ def glossary_cells(edition: Edition) -> list[nbformat.NotebookNode]:
 def answer_key_cells(lessons: list[tuple[str, nbformat.NotebookNode]], edition: Edition) -> list:
     """The teacher's appendix: each exercise's solution, why it works, the wrong answers its checker catches
     (from the checkers' tables, with the hint each one gets) and a question for class discussion."""
-    tables = {
-        exercise.check.__name__: exercise
-        for info in pkgutil.iter_modules(importlib.import_module("companion.checks").__path__)
-        for exercise in getattr(importlib.import_module(f"companion.checks.{info.name}"), "EXERCISES", [])
-    }
+    tables = check_tables()
     languages = ["en", "zh"] if edition.language == "bilingual" else [edition.language]
     cells = [markdown_cell(f'<h1 id="answer-key">{word(edition, "key")}</h1>', "lesson-key")]
     for _number, notebook in lessons:
@@ -293,6 +352,15 @@ def answer_key_cells(lessons: list[tuple[str, nbformat.NotebookNode]], edition: 
     return cells
 
 
+def check_tables() -> dict:
+    """Every exercise of the checkers' EXERCISES tables, by the name of its check function."""
+    return {
+        exercise.check.__name__: exercise
+        for info in pkgutil.iter_modules(importlib.import_module("companion.checks").__path__)
+        for exercise in getattr(importlib.import_module(f"companion.checks.{info.name}"), "EXERCISES", [])
+    }
+
+
 HINTS: dict[tuple[str, int], str] = {}
 
 
@@ -317,7 +385,7 @@ def _hint(exercise, answer) -> str:
     return ""
 
 
-def cover_cells(edition: Edition, contents: list[tuple[str, int]]) -> list[nbformat.NotebookNode]:
+def cover_cells(edition: Edition, contents: list[tuple[str, int | str]]) -> list[nbformat.NotebookNode]:
     """The book's cover (title in both languages, edition, PyTorch version, date) and its table of contents."""
     made = word(edition, "made", torch=torch.__version__.split("+")[0], date=datetime.date.today().isoformat())
     cover = (
@@ -364,6 +432,16 @@ class Printer:
         self.page.evaluate("() => new Promise(done => window.MathJax ? MathJax.Hub.Queue(done) : done())")
         self.page.evaluate("() => document.fonts.ready.then(() => true)")
         pdf_path.parent.mkdir(parents=True, exist_ok=True)
+        self.page.pdf(path=str(pdf_path), prefer_css_page_size=True, print_background=True, outline=True)
+        return pdf_page_count(pdf_path)
+
+    def reprint(self, pdf_path: Path, selector: str, texts: list[str]) -> int:
+        """Print the loaded page again after setting the text of the elements `selector` finds (no reload, so
+        MathJax does not typeset again); return the page count."""
+        self.page.evaluate(
+            "([selector, texts]) => document.querySelectorAll(selector).forEach((e, i) => e.textContent = texts[i])",
+            [selector, texts],
+        )
         self.page.pdf(path=str(pdf_path), prefer_css_page_size=True, print_background=True, outline=True)
         return pdf_page_count(pdf_path)
 
@@ -476,6 +554,9 @@ packages once, then open the folder in Jupyter:
     )
 
 
+PRINTERS = 2  # editions built side by side, each by its own Chromium: printing, not Python, takes the time
+
+
 def build(out_dir: Path, notebook_dir: Path = ROOT / "notebooks", chromium: str | None = None) -> dict:
     """Build every edition of every lesson into `out_dir`; PDFs only when `chromium` is given. Returns a summary."""
     paths = sorted(notebook_dir.glob("[0-9][0-9]-*.ipynb"))
@@ -489,52 +570,31 @@ def build(out_dir: Path, notebook_dir: Path = ROOT / "notebooks", chromium: str 
     for name in (FONT_PATH.name, "OFL.txt"):
         shutil.copy(FONT_PATH.parent / name, out_dir / "fonts" / name)
     lessons = [(path.stem, nbformat.read(path, as_version=4)) for path in paths]
-    stems = [stem for stem, _ in lessons]
-    printer = Printer(chromium) if chromium else None
+    for exercise in check_tables().values():  # the answer key's hints, computed once before the threads start
+        for index in range(len(exercise.mistakes)):
+            hint_for(exercise, index)
+    waiting = queue.SimpleQueue()
+    for edition in sorted(EDITIONS, key=lambda e: e.language != "bilingual"):  # the longest books first
+        waiting.put(edition)
     pages: dict[str, list[int]] = {}
-    for edition in EDITIONS:
-        editions = [edition_notebook(notebook, edition, stem[:2]) for stem, notebook in lessons]
-        titles = [
-            (stem[:2], lesson_title(notebook, edition.language))
-            for (stem, _), notebook in zip(lessons, editions, strict=False)
-        ]
-        css = page_css(titles, edition)
-        counts = []
-        for index, ((stem, _), notebook) in enumerate(zip(lessons, editions, strict=True)):
-            page = out_dir / "html" / edition.name / f"{stem}.html"
-            page.parent.mkdir(parents=True, exist_ok=True)
-            title = plain(lesson_title(notebook, edition.language))
-            page.write_text(export_html(notebook, edition, title, "../../", css, nav_links(stems, index, edition)))
+
+    def work() -> None:
+        printer = Printer(chromium) if chromium else None
+        try:
+            while True:
+                try:
+                    edition = waiting.get_nowait()
+                except queue.Empty:
+                    return
+                pages[edition.name] = build_edition(out_dir, lessons, edition, printer)
+        finally:
             if printer:
-                counts.append(printer.print(page, out_dir / "pdf" / edition.name / f"{stem}.pdf"))
-        # Each lesson starts a new named page, so it fills as many pages in the book as in its own PDF.
-        first = [3 + sum(counts[:i]) for i in range(len(counts))] if printer else [0] * len(lessons)
-        contents = [(title, page) for (_, title), page in zip(titles, first, strict=False)]
-        appendix = glossary_cells(edition)
-        if edition.version == "teacher":
-            appendix += answer_key_cells(
-                [(stem[:2], nb) for (stem, _), nb in zip(lessons, editions, strict=False)], edition
-            )
-        if printer:
-            contents.append((word(edition, "glossary"), 3 + sum(counts)))
-        book = nbformat.v4.new_notebook(metadata=lessons[0][1].metadata)
-        book.cells = cover_cells(edition, contents) + [c for nb in editions for c in nb.cells] + appendix
-        whole = out_dir / "html" / f"{edition.name}.html"
-        title = f"{COURSE[edition.language]} · {edition.title}"
-        book_css = (
-            css
-            + BOOK_CSS
-            + "".join(
-                f"@page {page} {{ @top-left {{ content: {css_string(word(edition, key))}; }} }}\n"
-                for page, key in (("glossary", "glossary"), ("answer-key", "key"))
-            )
-        )
-        whole.write_text(export_html(book, edition, title, "../", book_css))
-        if printer:
-            counts.append(printer.print(whole, out_dir / "pdf" / f"{edition.name}.pdf"))
-        pages[edition.name] = counts
-    if printer:
-        printer.close()
+                printer.close()
+
+    with ThreadPoolExecutor(PRINTERS) as pool:
+        for done in [pool.submit(work) for _ in range(PRINTERS)]:
+            done.result()  # an error in a thread stops the build here
+    pages = {edition.name: pages[edition.name] for edition in EDITIONS}
     student_bundle(out_dir, lessons)
     (out_dir / "glossary.html").write_text(glossary_page(), encoding="utf-8")
     (out_dir / "index.html").write_text(index_page(lessons, with_pdf=bool(chromium)), encoding="utf-8")
@@ -547,12 +607,77 @@ def build(out_dir: Path, notebook_dir: Path = ROOT / "notebooks", chromium: str 
     }
 
 
+def build_edition(out_dir: Path, lessons: list, edition: Edition, printer: "Printer | None") -> list[int]:
+    """One edition: a page and a PDF per lesson, then the book; returns the page counts (the book's last)."""
+    stems = [stem for stem, _ in lessons]
+    editions = [edition_notebook(notebook, edition, stem[:2]) for stem, notebook in lessons]
+    titles = [(stem[:2], lesson_title(nb, edition.language)) for stem, nb in zip(stems, editions, strict=True)]
+    css = page_css(titles, edition)
+    counts = []
+    for index, (stem, notebook) in enumerate(zip(stems, editions, strict=True)):
+        page = out_dir / "html" / edition.name / f"{stem}.html"
+        page.parent.mkdir(parents=True, exist_ok=True)
+        title = plain(lesson_title(notebook, edition.language))
+        page.write_text(export_html(notebook, edition, title, "../../", css, nav_links(stems, index, edition)))
+        if printer:
+            counts.append(printer.print(page, out_dir / "pdf" / edition.name / f"{stem}.pdf"))
+    appendix = glossary_cells(edition)
+    if edition.version == "teacher":
+        appendix += answer_key_cells(list(zip([s[:2] for s in stems], editions, strict=True)), edition)
+    parts = [plain(title) for _, title in titles] + [word(edition, "glossary")]
+    # A first guess: each lesson starts a named page, so it fills about as many pages as in its own PDF.
+    # (An HTML-only build has no page numbers to give.)
+    starts = [3 + sum(counts[:i]) for i in range(len(parts))] if printer else [""] * len(parts)
+    whole = out_dir / "html" / f"{edition.name}.html"
+    book_pdf = out_dir / "pdf" / f"{edition.name}.pdf"
+    book_css = (
+        css
+        + BOOK_CSS
+        + "".join(
+            f"@page {page} {{ @top-left {{ content: {css_string(word(edition, key))}; }} }}\n"
+            for page, key in (("glossary", "glossary"), ("answer-key", "key"))
+        )
+    )
+    book = nbformat.v4.new_notebook(metadata=lessons[0][1].metadata)
+    book.cells = cover_cells(edition, list(zip(parts, starts, strict=True)))
+    book.cells += [cell for notebook in editions for cell in notebook.cells] + appendix
+    book_html = export_html(book, edition, f"{COURSE[edition.language]} · {edition.title}", "../", book_css)
+    whole.write_text(book_html)
+    if not printer:
+        return counts
+    book_pages = printer.print(whole, book_pdf)
+    for _ in range(2):  # read where each part really starts; correct the contents in the page and print again
+        found = part_starts(book_pdf, parts)
+        if found is None or found == starts:
+            break
+        starts = found
+        book_pages = printer.reprint(book_pdf, ".toc-page", [str(n) for n in starts])
+    pages = iter(starts)
+    whole.write_text(re.sub(r'(?<=<span class="toc-page">)[^<]*', lambda _: str(next(pages)), book_html))
+    return counts + [book_pages]
+
+
+def part_starts(pdf: Path, parts: list[str]) -> list[int] | None:
+    """The page each part of a printed book starts on: the first page whose running header names it (pdftotext
+    reads the header as the page's first line in -raw order). None without poppler's pdftotext."""
+    if not shutil.which("pdftotext"):
+        return None
+    text = subprocess.run(["pdftotext", "-raw", str(pdf), "-"], capture_output=True, text=True, check=True).stdout
+    heads = [re.sub(r"\s+", "", " ".join(page.strip().splitlines()[:2])) for page in text.split("\f")]
+    starts = []
+    for part in parts:
+        key = re.sub(r"\s+", "", part)[:16]
+        after = starts[-1] if starts else 3
+        starts.append(next((n for n, head in enumerate(heads, start=1) if n >= after and key in head), after))
+    return starts
+
+
 # The cover and the contents have no running header or page number; the glossary and answer key have their own.
-BOOK_CSS = """
-.celltag_lesson-cover { page: cover; }
-@page cover { @top-left { content: none; } @top-right { content: none; } @bottom-center { content: none; } }
-.celltag_lesson-glossary { page: glossary; }
-.celltag_lesson-key { page: answer-key; }
+BOOK_CSS = f"""
+{whole_cells("lesson-cover")} {{ page: cover; }}
+@page cover {{ @top-left {{ content: none; }} @top-right {{ content: none; }} @bottom-center {{ content: none; }} }}
+{whole_cells("lesson-glossary")} {{ page: glossary; }}
+{whole_cells("lesson-key")} {{ page: answer-key; }}
 """
 
 

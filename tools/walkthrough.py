@@ -2,8 +2,8 @@
 
 Makes a fresh learner's workspace (what `make lab` serves, in build/walkthrough/workspace), starts the course's
 JupyterLab on 127.0.0.1 on a free port and drives headless Chromium (Playwright with the system's Chromium, no
-download) through each lesson: clear the outputs, Run > Run All Cells, wait until every code cell ran, save, and
-check that
+download) through each lesson, two lessons at a time in browsers of their own: clear the outputs, Run > Run All
+Cells, wait until every code cell ran, save, and check that
 - every code cell ran, and error outputs appear only in cells tagged raises-exception (the stubbed exercises'
   self-checks are tagged so in the workspace, and must fail with the stub's NotImplementedError);
 - no stderr and no warning text appear;
@@ -21,6 +21,7 @@ stopped at the end.
 import argparse
 import json
 import os
+import queue
 import re
 import secrets
 import shutil
@@ -28,8 +29,10 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -130,11 +133,13 @@ class Server:
         except psutil.NoSuchProcess:
             pass
 
-    def close_sessions(self) -> None:
+    def close_session(self, relative: str) -> None:
+        """Shut down the kernel of the notebook at `relative` (another walker's lesson keeps its own)."""
         self.remember_children()
         try:
             for session in self.api("sessions"):
-                self.api(f"sessions/{session['id']}", method="DELETE")
+                if session.get("path") == relative:
+                    self.api(f"sessions/{session['id']}", method="DELETE")
         except OSError:
             pass
 
@@ -218,7 +223,7 @@ def wait_until_run(page, server: "Server", relative: str, ran_before: int, timeo
     """Wait until Run All is over: every cell ran (or the run stopped at an error), the kernel idle; the prompts."""
     start, steady, last = time.monotonic(), 0, None
     while time.monotonic() < start + timeout:
-        page.wait_for_timeout(1000)
+        page.wait_for_timeout(250)
         prompts = page.evaluate(PROMPTS)
         busy = any("*" in p for p in prompts) or kernel_state(server, relative) != "idle"
         numbers = [int(n) for p in prompts for n in re.findall(r"\d+", p)]
@@ -227,7 +232,7 @@ def wait_until_run(page, server: "Server", relative: str, ran_before: int, timeo
         last = prompts
         if not busy and len(numbers) == len(prompts) and min(numbers, default=0) > ran_before:
             return prompts
-        if started and steady >= 5:  # stopped early: an error in a cell not tagged raises-exception
+        if started and steady >= 20:  # 5 s without change: an error in a cell not tagged raises-exception stopped it
             return prompts
         if not started and not busy and time.monotonic() > start + 120:
             raise TimeoutError("Run All did not start any cell within 120 s")
@@ -341,8 +346,8 @@ def walk_lesson(context, server: Server, folder: Path, path: Path, app: str, tim
     walk = Walk(path.stem, app)
     start = time.monotonic()
     page = context.new_page()
+    relative = path.relative_to(ROOT).as_posix()
     try:
-        relative = path.relative_to(ROOT).as_posix()
         # A Lab workspace of its own per lesson: only this notebook open, nothing restored from the last one.
         page.goto(
             server.url(f"lab/workspaces/walk-{path.stem}/tree/{relative}" if app == "lab" else f"notebooks/{relative}")
@@ -372,9 +377,54 @@ def walk_lesson(context, server: Server, folder: Path, path: Path, app: str, tim
             pass
     finally:
         page.close()
-        server.close_sessions()  # shut this lesson's kernel down before the next lesson starts one
+        server.close_session(relative)  # shut this lesson's kernel down before the next lesson starts one
         walk.seconds = time.monotonic() - start
     return walk
+
+
+WALKERS = 2  # lessons walked at once, each in its own browser and kernel: a kernel keeps one core busy
+
+
+@contextmanager
+def browser_context():
+    """A headless Chromium page context of its own; Playwright's sync API belongs to the thread that starts it."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
+        try:
+            yield browser.new_context(viewport={"width": 1280, "height": 1000}, device_scale_factor=1)
+        finally:
+            browser.close()
+
+
+def walk_side_by_side(server: Server, folder: Path, lessons: list[Path], timeout: float, started: float):
+    """Walk `lessons` in JupyterLab with WALKERS browsers at once; the walks in lesson order."""
+    waiting = queue.SimpleQueue()
+    for path in lessons:
+        waiting.put(path)
+    walks: dict[Path, Walk] = {}
+    lock = threading.Lock()
+
+    def walker() -> None:
+        with browser_context() as context:
+            while True:
+                try:
+                    path = waiting.get_nowait()
+                except queue.Empty:
+                    break
+                walk = walk_lesson(context, server, folder, path, "lab", timeout)
+                with lock:
+                    walks[path] = walk
+                    print(f"JupyterLab: {path.name}: {walk.seconds:.0f} s, {'ok' if not walk.problems else 'PROBLEMS'}")
+                    write_report([walks[p] for p in lessons if p in walks], time.monotonic() - started)
+
+    threads = [threading.Thread(target=walker) for _ in range(WALKERS)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return [walks[path] for path in lessons]
 
 
 def write_report(walks: list[Walk], wall: float) -> None:
@@ -389,7 +439,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=900, help="seconds for one Run All")
     parser.add_argument("--notebooks", type=Path, default=ROOT / "notebooks", help="the course's source notebooks")
     args = parser.parse_args(argv)
-    from playwright.sync_api import sync_playwright
 
     def terminate(signum, frame):  # CI's timeout: stop the servers and kernels on the way out
         raise KeyboardInterrupt(f"signal {signum}")
@@ -406,25 +455,18 @@ def main(argv: list[str] | None = None) -> int:
     walks: list[Walk] = []
     servers: list[Server] = []
     try:
-        with sync_playwright() as playwright:
-            browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
-            context = browser.new_context(viewport={"width": 1280, "height": 1000}, device_scale_factor=1)
-            servers.append(Server("lab", folder, OUT / "lab.log"))
-            for path in lessons:
-                print(f"JupyterLab: {path.name} ...", flush=True)
-                walks.append(walk_lesson(context, servers[-1], folder, path, "lab", args.timeout))
-                print(f"  {walks[-1].seconds:.0f} s, {'ok' if not walks[-1].problems else 'PROBLEMS'}", flush=True)
-                write_report(walks, time.monotonic() - started)
-            servers.pop().stop()
-            chosen = [
-                p for p in sorted(folder.glob("[0-9][0-9]-*.ipynb")) if args.notebook7 and p.name[:2] == args.notebook7
-            ]
-            if chosen:
-                servers.append(Server("notebook", folder, OUT / "notebook.log"))
-                print(f"Notebook 7: {chosen[0].name} ...", flush=True)
+        servers.append(Server("lab", folder, OUT / "lab.log"))
+        walks += walk_side_by_side(servers[-1], folder, lessons, args.timeout, started)
+        servers.pop().stop()
+        chosen = [
+            p for p in sorted(folder.glob("[0-9][0-9]-*.ipynb")) if args.notebook7 and p.name[:2] == args.notebook7
+        ]
+        if chosen:
+            servers.append(Server("notebook", folder, OUT / "notebook.log"))
+            print(f"Notebook 7: {chosen[0].name} ...", flush=True)
+            with browser_context() as context:
                 walks.append(walk_lesson(context, servers[-1], folder, chosen[0], "notebook", args.timeout))
-                servers.pop().stop()
-            browser.close()
+            servers.pop().stop()
     finally:
         for server in servers:
             server.stop()
