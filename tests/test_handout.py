@@ -273,9 +273,11 @@ def pdf_pages(path: Path) -> int:
 
 
 @functools.cache
+@functools.cache
 def pdf_page_texts(path: Path) -> list[str]:
-    """The text layer of each page (pdftotext's form feeds split the pages)."""
-    text = subprocess.run(["pdftotext", "-layout", str(path), "-"], capture_output=True, text=True, check=True).stdout
+    """The text layer of each page in the order it was drawn (a wrapped title stays in reading order; the running
+    header comes first, then the footer); pdftotext's form feeds split the pages."""
+    text = subprocess.run(["pdftotext", "-raw", str(path), "-"], capture_output=True, text=True, check=True).stdout
     return text.split("\f")[:-1]
 
 
@@ -486,7 +488,17 @@ def test_browser_renders_all_maths_the_cjk_font_and_a_phone_sized_index(served_h
             """() => { const p = document.querySelector('.jp-MarkdownCell p');
                        return p.getBoundingClientRect().width / parseFloat(getComputedStyle(p).fontSize); }"""
         )
+        # Chromium shrinks a whole printout to fit its widest line: on an A4 column every book must fit as it is.
+        printed = browser.new_page(viewport={"width": 720, "height": 1000})
+        printed.emulate_media(media="print")
+        too_wide = {}
+        for edition in EDITIONS:
+            printed.goto(f"{served_handout}/html/{edition.name}.html", wait_until="load")
+            width = printed.evaluate("() => document.documentElement.scrollWidth")
+            if width > 720:
+                too_wide[edition.name] = width
         browser.close()
+    assert too_wide == {}, f"wider than the page, so printed smaller: {too_wide}"
     assert font == ["loaded"] and covers
     assert overflow <= 400, "the index is wider than a phone"
     assert measure < 50, f"a prose line is {measure:.0f} em wide: too long to read"

@@ -107,7 +107,7 @@ CJK_PUNCTUATION = r"\u3000-\u303f\uff00-\uffef"
 LINE_AFTER_CJK = re.compile(rf"(?<=[{CJK}])\n[ \t]*(?![-*+>#|\d\s])(?=(.))")
 
 
-LONG_INPUT = 40  # lines of code: more than half an A4 page, so waiting for the next page would waste one
+LONG_INPUT = 25  # lines of code: over a third of an A4 page, which waiting for the next page could waste
 
 
 @dataclass(frozen=True)
