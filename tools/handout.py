@@ -251,13 +251,15 @@ class HandoutExporter(HTMLExporter):
         return page, resources
 
 
-HIGHLIGHT = Highlight2HTML(pygments_lexer="ipython3")
+# Each source line in a span of its own, so that a line too long for the page wraps with a hanging indent (CSS).
+HIGHLIGHT = Highlight2HTML(pygments_lexer="ipython3", extra_formatter_options={"linespans": "line"})
 
 
 @functools.cache
 def _highlight(source: str, language: str | None, magics_language: str | None) -> str:
     metadata = {"magics_language": magics_language} if magics_language else None
-    return HIGHLIGHT(source, language=language, metadata=metadata)
+    lines = HIGHLIGHT(source, language=language, metadata=metadata)
+    return re.sub(r'<span id="line-\d+">', '<span class="code-line">', lines)  # ids would repeat in every cell
 
 
 def cached_highlight(source: str, language: str | None = None, metadata=None) -> str:
