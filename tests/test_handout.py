@@ -470,7 +470,8 @@ def test_browser_renders_all_maths_the_cjk_font_and_a_phone_sized_index(served_h
         page.goto(f"{served_handout}/html/bilingual-teacher/09-adam.html", wait_until="load")
         page.evaluate("() => new Promise(done => MathJax.Hub.Queue(done))")
         page.evaluate("() => document.fonts.ready.then(() => true)")
-        formula = page.locator(".MathJax_Display").first
+        # the display with the bias-corrected moments: hats over m and v, and v-hat under a root
+        formula = page.locator(".MathJax_Display", has=page.locator(".MathJax")).filter(has_text=re.compile("√")).first
         formula.scroll_into_view_if_needed()
         formula.screenshot(path=str(HANDOUT / "screenshot-adam-formula.png"))
         font = page.evaluate(

@@ -505,8 +505,8 @@ table {{ border-collapse: collapse; }} th, td {{ border: 1px solid #ccc; padding
 <p>Handouts for class: each lesson in English, in Chinese and bilingual; student versions leave the exercises to
 solve, teacher versions keep the solutions and end with an answer key. The <a href="glossary.html">glossary</a>
 pairs every term with its Chinese name.<br>
-课堂讲义：每一课都有英文版、中文版和双语版；学生版把练习留给学生完成，教师版保留答案，并在书末附答案与讲解。
-<a href="glossary.html">术语表</a>列出每个术语的中文译名。</p>
+课堂讲义：每一课都有英文版、中文版和双语版；学生版把练习留给学生完成，教师版保留答案，并在书末附答案与讲解。<a
+href="glossary.html">术语表</a>列出每个术语的中文译名。</p>
 <table><tr><th>Lesson · 课程</th>{header}<th>Student notebook · 学生笔记本</th></tr>
 {"".join(rows)}
 </table>
