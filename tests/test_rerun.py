@@ -41,7 +41,10 @@ def test_the_second_pass_fails_on_state_left_by_the_first_and_passes_a_safe_note
     command = [sys.executable, "-m", "pytest", "-q", "-rA", "-p", "no:cacheprovider", "-o", "addopts=", "--nbval"]
     command += ["--nbval-current-env", "--rerun-notebooks", str(folder)]
     result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=120, env=os.environ.copy())
-    outcomes = sorted(line for line in result.stdout.splitlines() if line.startswith(("PASSED", "FAILED")))
+    # -rA's summary: "PASSED id" and, as wide as the terminal allows, "FAILED id - reason"
+    outcomes = sorted(
+        line.split(" - ")[0] for line in result.stdout.splitlines() if line.startswith(("PASSED", "FAILED"))
+    )
     where = f"build/rerun-test/{folder.name}"
     assert outcomes == [
         f"FAILED {where}/stateful.ipynb::Cell 0 (re-run)",  # the second Run All printed 2
