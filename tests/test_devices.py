@@ -1,12 +1,14 @@
 """companion.devices: pick_device's order and override, run_python, the lesson's facts and the picture; the
 exercise checks of companion.checks.devices, including the stand-in for an accelerator tensor."""
 
+import importlib
 from unittest import mock
 
 import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 import torch
+from torch import nn
 
 from companion.checks.devices import _OnAccelerator, _tensor_cases, check_to_device, check_to_numpy
 from companion.devices import DEVICE_VARIABLE, pick_device, plot_data_parallel, run_python
@@ -181,27 +183,25 @@ def test_grad_scaler_on_the_cpu_unscales_and_skips_an_inf_step():
     assert torch.tensor(1e-8).half().item() == 0.0 and torch.tensor(1e-8).bfloat16().item() > 0
 
 
-def test_data_parallel_without_gpus_just_calls_the_module(capsys):
-    # run_python(env=...) hides the GPUs from the fresh process: DataParallel then has no devices to use.
-    code = """
-import torch
-from torch import nn
-print(torch.cuda.device_count(), torch.cuda.is_available())
-model = nn.Linear(3, 2)
-parallel = nn.DataParallel(nn.DataParallel(model))
-x = torch.randn(4, 3)
-print(parallel.device_ids, torch.equal(parallel(x), model(x)), list(parallel.state_dict()))
-optimizer = nn.DataParallel(torch.optim.SGD(model.parameters(), lr=0.1))
-model(x).sum().backward()
-optimizer.zero_grad()
-print(model.weight.grad is not None, hasattr(optimizer, "step"), type(optimizer.module).__name__)
-"""
-    run_python(code, env={"CUDA_VISIBLE_DEVICES": ""})
-    assert capsys.readouterr().out.splitlines() == [
-        "0 False",
-        "[] True ['module.module.weight', 'module.module.bias']",
-        "True False SGD",
-    ]
+def test_run_python_passes_the_environment_it_is_given(capsys):
+    run_python("import os\nprint(repr(os.environ['CUDA_VISIBLE_DEVICES']))", env={"CUDA_VISIBLE_DEVICES": ""})
+    assert capsys.readouterr().out == "''\n"
+
+
+def test_data_parallel_without_gpus_just_calls_the_module(monkeypatch):
+    # As on a machine without GPUs, whatever this one has (lesson 11 runs it in a process with the GPUs hidden).
+    module = importlib.import_module("torch.nn.parallel.data_parallel")  # the module, not the function of that name
+    monkeypatch.setattr(module, "_get_available_device_type", lambda: None)
+    model = nn.Linear(3, 2)
+    parallel = nn.DataParallel(nn.DataParallel(model))
+    x = torch.randn(4, 3)
+    assert parallel.device_ids == [] and torch.equal(parallel(x), model(x))
+    assert list(parallel.state_dict()) == ["module.module.weight", "module.module.bias"]
+    optimizer = nn.DataParallel(torch.optim.SGD(model.parameters(), lr=0.1))  # the notes' line: accepted, useless
+    model(x).sum().backward()
+    optimizer.zero_grad()  # nn.Module.zero_grad of a wrapper without parameters: the gradient stays
+    assert model.weight.grad is not None and not hasattr(optimizer, "step")
+    assert type(optimizer.module).__name__ == "SGD"
 
 
 # --- the picture ---------------------------------------------------------------------------------------------------
