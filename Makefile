@@ -15,10 +15,8 @@ TORCH_SPEC ?= torch==$(TORCH_VERSION)
 TORCH_INDEX ?=
 endif
 
-# One thread and a fixed hash seed: the stored outputs must come out the same on every machine. Bytecode caching on
-# (an empty PYTHONDONTWRITEBYTECODE counts as unset): every kernel, rank and worker imports companion/ and the tests,
-# and compiling them afresh in each of those processes costs make test a quarter of its time.
-RUN := env OMP_NUM_THREADS=$${OMP_NUM_THREADS:-1} PYTHONHASHSEED=0 PYTHONDONTWRITEBYTECODE=
+# One thread and a fixed hash seed: the stored outputs must come out the same on every machine.
+RUN := env OMP_NUM_THREADS=$${OMP_NUM_THREADS:-1} PYTHONHASHSEED=0
 # Jupyter refuses to run as root unless told to (containers and CI often are root).
 ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
 NOTEBOOKS := $(sort $(wildcard notebooks/[0-9][0-9]-*.ipynb))
@@ -79,17 +77,19 @@ progress: $(STAMP)
 walkthrough: $(VENV)/.handout-installed browser
 	$(RUN) $(BIN)/python tools/walkthrough.py $(WALKTHROUGH_ARGS)
 
-# Two workers, one file each (--dist loadfile): a notebook's cells must run in one kernel, in order.
+# Two workers, one file each (--dist loadfile): a notebook's cells must run in one kernel, in order; files in the
+# order conftest.py gives them (longest first), not xdist's.
 PYTEST_WORKERS ?= 2
+SUITE = -m pytest -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder --nbval --nbval-current-env --rerun-notebooks tests notebooks
 test: $(STAMP)
-	$(RUN) $(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder --nbval --nbval-current-env --rerun-notebooks tests notebooks
+	$(RUN) $(BIN)/python $(SUITE)
 
 # On a CUDA machine, after `make clean`: make test-gpu TORCH_SPEC=torch==$(TORCH_VERSION) TORCH_INDEX=
 # Lessons that call companion.devices.pick_device() then compute on the GPU; the checked outputs must not change.
 test-gpu: $(STAMP)
 	@$(BIN)/python -c "import sys, torch; sys.exit(0 if torch.cuda.is_available() else \
 		'No CUDA device visible to PyTorch. On a CUDA machine: make clean; make test-gpu TORCH_SPEC=torch==$(TORCH_VERSION) TORCH_INDEX=')"
-	$(RUN) COURSE_DEVICE=cuda $(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder --nbval --nbval-current-env --rerun-notebooks tests notebooks
+	$(RUN) COURSE_DEVICE=cuda $(BIN)/python $(SUITE)
 
 execute: $(STAMP)
 	$(RUN) $(BIN)/jupyter nbconvert --to notebook --execute --inplace \
@@ -115,7 +115,7 @@ matrix: $(STAMP)
 	$(MATRIX_VENV)/bin/python -m pip install --quiet --no-deps $(TORCH_INDEX) "$(MATRIX_TORCH_SPEC)"
 	$(MATRIX_VENV)/bin/python -m pip install --quiet -c $(VENV)/constraints-without-torch.txt -e ".[course]"
 	$(RUN) $(MATRIX_VENV)/bin/python -c "import torch; print('matrix: torch', torch.__version__)"
-	$(RUN) $(MATRIX_VENV)/bin/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder --nbval --nbval-current-env --rerun-notebooks tests notebooks
+	$(RUN) $(MATRIX_VENV)/bin/python $(SUITE)
 
 # Figures for the README: per-notebook wall time, floor, slowest cell, peak memory; serial nbval time.
 bench: $(STAMP)
