@@ -140,7 +140,8 @@ def word(edition: Edition, key: str, **values: object) -> str:
 
 def join_chinese_lines(text: str) -> str:
     """Join source lines broken inside Chinese prose (code fences left alone): no space between two Chinese
-    characters or after Chinese punctuation, one space between Chinese and Latin text."""
+    characters or after Chinese punctuation, one space between Chinese and Latin text. For the answer key's text,
+    built here from the checkers' strings; the lessons' own Chinese cells are kept on one line by the notebook rules."""
     parts = re.split(r"(```.*?```)", text, flags=re.S)
     for i in range(0, len(parts), 2):
         parts[i] = LINE_AFTER_CJK.sub(lambda m: "" if re.match(f"[{CJK}]", m.group(1)) else " ", parts[i])
@@ -182,8 +183,6 @@ def edition_notebook(notebook: nbformat.NotebookNode, edition: Edition, number: 
             continue
         # `output:NAME` fences exist for the tests; readers see plain text blocks
         cell.source = re.sub(r"^```output:[\w-]+$", "```text", cell.source, flags=re.M)
-        if "lang-zh" in tags:
-            cell.source = join_chinese_lines(cell.source)
         if "caption" in tags:
             language = "zh" if "lang-zh" in tags else "en"
             figure += "lang-en" in tags or edition.language == "zh"
