@@ -151,7 +151,7 @@ def join_chinese_lines(text: str) -> str:
 
 def edition_notebook(notebook: nbformat.NotebookNode, edition: Edition, number: str = "") -> nbformat.NotebookNode:
     """A copy of `notebook` for one edition: its language only, solutions stubbed for students and marked for
-    teachers, figures numbered, Chinese lines joined, stale Chinese marked, every cell tagged with its lesson."""
+    teachers, figures numbered, long inputs marked, stale Chinese marked, every cell tagged with its lesson."""
     if edition.language not in LANGUAGES or edition.version not in VERSIONS:
         raise ValueError(f"edition must use a language from {list(LANGUAGES)} and a version from {list(VERSIONS)}")
     marked = copy.deepcopy(notebook)
