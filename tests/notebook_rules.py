@@ -4,6 +4,7 @@ The README's "Notebook conventions" section explains each rule; tests/test_noteb
 lesson, and tests/test_notebook_rules.py breaks a good notebook once per rule to prove each rule can fail.
 """
 
+import json
 import re
 from pathlib import Path
 
@@ -425,6 +426,67 @@ def rule_glossary_terms(nb: dict, glossary: dict[str, str] | None = None) -> lis
     return problems
 
 
+# Links between lessons: [text](NN-name.ipynb#Heading-anchor), [text](GLOSSARY.md), [text](../README.md#anchor).
+LINK = re.compile(r"\[([^\]]*)\]\(([^)\s]*)\)")
+LESSON_MENTION = {"lang-en": re.compile(r"\b[Ll]essons?\s+(\d\d)\b"), "lang-zh": re.compile(r"第 ?(\d\d) ?课")}
+HEADING = re.compile(r"^#{1,6} +(.+?) *$", re.M)
+
+
+def anchor(heading: str) -> str:
+    """The id JupyterLab and nbconvert give a heading: its rendered text with spaces as hyphens."""
+    text = LINK.sub(r"\1", heading)
+    return re.sub(r"[`*]", "", text).strip().replace(" ", "-")
+
+
+def headings(text: str) -> set[str]:
+    """The anchors of every markdown heading in a text (code fences skipped)."""
+    return {anchor(h) for h in HEADING.findall(re.sub(r"```.*?```", "", text, flags=re.S))}
+
+
+def notebook_anchors(nb: dict, lang: str) -> set[str]:
+    """Anchors of one language's headings: the Chinese-only copy keeps only lang-zh cells, the English lang-en."""
+    return {a for cell in nb["cells"] if lang in tags(cell) for a in headings(source(cell))}
+
+
+def link_problem(target: str, lang: str, here: dict, folder: Path) -> str | None:
+    """Why a link does not resolve, or None: the file must exist, the anchor be a heading in the cell's language."""
+    if re.match(r"[a-z]+:", target):  # https:, mailto:: outside the course
+        return None
+    path, _, fragment = target.partition("#")
+    if path and not (folder / path).exists():
+        return f"links to {path}, which does not exist"
+    if not fragment:
+        return None
+    if not path:
+        found = notebook_anchors(here, lang)
+    elif path.endswith(".ipynb"):
+        found = notebook_anchors(json.loads((folder / path).read_text(encoding="utf-8")), lang)
+    else:
+        found = headings((folder / path).read_text(encoding="utf-8"))
+    return None if fragment in found else f"links to {target}, but no {lang} heading there has the anchor #{fragment}"
+
+
+def rule_references_resolve(nb: dict, folder: Path = NOTEBOOK_DIR) -> list[str]:
+    """Every link resolves (file, and heading in the cell's own language); every "lesson NN" is a link to lesson NN."""
+    problems = []
+    title = CHINESE_TITLE.pattern.lstrip("^")
+    for i, cell in enumerate(nb["cells"]):
+        lang = next(iter(tags(cell) & {"lang-en", "lang-zh"}), None)
+        if cell["cell_type"] != "markdown" or lang is None:
+            continue
+        text = re.sub(title, "", re.sub(r"```.*?```|`[^`]*`", "", source(cell), flags=re.S))
+        for label, target in LINK.findall(text):
+            problem = link_problem(target, lang, nb, folder)
+            if problem:
+                problems.append(f"cell {i}: [{label}] {problem}")
+            for number in LESSON_MENTION[lang].findall(label):
+                if not Path(target.partition("#")[0]).name.startswith(f"{number}-"):
+                    problems.append(f"cell {i}: [{label}] names lesson {number} but links to {target}")
+        for number in LESSON_MENTION[lang].findall(LINK.sub("", text)):
+            problems.append(f"cell {i}: lesson {number} is named without a link: write [..]({number}-name.ipynb)")
+    return problems
+
+
 RULES = [
     rule_kernelspec,
     rule_markdown_tagged_and_paired,
@@ -446,4 +508,5 @@ RULES = [
     rule_no_chinese_italics,
     rule_no_space_after_chinese_punctuation,
     rule_chinese_paragraphs_on_one_line,
+    rule_references_resolve,
 ]

@@ -212,6 +212,27 @@ def glossary_term_dropped(nb):
             cell["source"] = rules.source(cell).replace("张量", "tensor")
 
 
+def lesson_named_without_link(nb):
+    first(nb, lambda c: "lang-en" in rules.tags(c) and "## " in rules.source(c))["source"] += "\n\nAs lesson 04 shows."
+
+
+def link_to_missing_lesson(nb):
+    first(nb, lambda c: "lang-en" in rules.tags(c) and "## " in rules.source(c))["source"] += "\n\n[a](99-gone.ipynb)."
+
+
+def link_names_another_lesson(nb):
+    first(nb, lambda c: "lang-en" in rules.tags(c) and "## " in rules.source(c))["source"] += (
+        "\n\n[lesson 04](05-conv2d.ipynb)."
+    )
+
+
+def chinese_link_to_english_heading(nb):
+    """The Chinese-only copy drops English cells, so a Chinese link to an English heading goes nowhere."""
+    first(nb, lambda c: "lang-zh" in rules.tags(c) and "## " in rules.source(c))["source"] += (
+        "\n\n见[第 09 课](09-adam.ipynb#Frozen-parameters-and-the-optimizer)。"
+    )
+
+
 BREAKS = [
     (rules.rule_kernelspec, set_kernel),
     (rules.rule_markdown_tagged_and_paired, untag_markdown),
@@ -251,6 +272,10 @@ BREAKS = [
     (rules.rule_no_space_after_chinese_punctuation, space_after_chinese_punctuation),
     (rules.rule_chinese_paragraphs_on_one_line, chinese_line_break),
     (rules.rule_errata_proven, errata_without_note),
+    (rules.rule_references_resolve, lesson_named_without_link),
+    (rules.rule_references_resolve, link_to_missing_lesson),
+    (rules.rule_references_resolve, link_names_another_lesson),
+    (rules.rule_references_resolve, chinese_link_to_english_heading),
 ]
 
 
@@ -290,3 +315,14 @@ def test_glossary_loads_terms_from_the_table_only():
     assert glossary["stride"] == "步幅" and glossary["padding"] == "填充" and glossary["tensor"] == "张量"
     assert "English" not in glossary and "logit" not in glossary
     assert len(set(glossary.values())) == len(glossary), "one Chinese term per English term"
+
+
+def test_a_link_to_a_heading_of_the_cells_language_resolves():
+    nb = copy.deepcopy(GOOD)
+    first(nb, lambda c: "lang-zh" in rules.tags(c) and "## " in rules.source(c))["source"] += (
+        "\n\n见[第 09 课](09-adam.ipynb#冻结的参数与优化器)。"
+    )
+    first(nb, lambda c: "lang-en" in rules.tags(c) and "## " in rules.source(c))["source"] += (
+        "\n\nSee [lesson 09](09-adam.ipynb#Frozen-parameters-and-the-optimizer)."
+    )
+    assert rules.rule_references_resolve(nb) == []

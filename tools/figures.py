@@ -1,5 +1,6 @@
 """The lesson figures the issues quote, for the working tree or any commit: English words (lang-en cells), fenced
-`output:` quotes in English cells, whole-output quotes, and the longest stored error (lines).
+`output:` quotes in English cells, whole-output quotes, the longest stored error (lines), and the absolute claims
+(never, always, only ... in both languages; tools/claims.py) with how many a cell proves.
 
     python tools/figures.py            # the working tree
     python tools/figures.py --at REV   # e.g. 0fa5322
@@ -14,6 +15,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from notebook_rules import ANSI, OUTPUT_FENCE, cell_text, code_cells, source, tags  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from claims import code_cell_ids, lesson_claims  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -33,7 +37,7 @@ def notebooks(rev: str | None) -> dict[str, dict]:
     return found
 
 
-def figures(notebook: dict) -> dict[str, int]:
+def figures(stem: str, notebook: dict, provers: set[str]) -> dict[str, int]:
     """The figures of one lesson."""
     english = [c for c in notebook["cells"] if "lang-en" in tags(c)]
     stored = {t[7:]: cell_text(c) for c in code_cells(notebook) for t in tags(c) if t.startswith("output:")}
@@ -49,7 +53,10 @@ def figures(notebook: dict) -> dict[str, int]:
         for o in c.get("outputs", [])
         if o.get("output_type") == "error"
     ]
+    claims, _ = lesson_claims(stem, notebook, provers)
     return {
+        "absolute": len(claims),
+        "proven": sum(1 for c in claims if c.proof),
         "words": sum(len(source(c).split()) for c in english),
         "quotes": len(quotes),
         "whole_quotes": whole,
@@ -60,11 +67,20 @@ def figures(notebook: dict) -> dict[str, int]:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--at", metavar="REV")
-    rows = {stem: figures(nb) for stem, nb in notebooks(parser.parse_args().at).items()}
-    print("| lesson | English words | output quotes | whole-output quotes | longest error (lines) |")
-    print("| --- | ---: | ---: | ---: | ---: |")
+    lessons = notebooks(parser.parse_args().at)
+    provers = code_cell_ids(lessons)
+    rows = {stem: figures(stem, nb, provers) for stem, nb in lessons.items()}
+    columns = "English words | output quotes | whole-output quotes | longest error (lines) | absolute claims (proven)"
+    print(f"| lesson | {columns} |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: |")
     for stem, f in rows.items():
-        print(f"| {stem} | {f['words']:,} | {f['quotes']} | {f['whole_quotes']} | {f['longest_error']} |")
-    total = {k: sum(f[k] for f in rows.values()) for k in ("words", "quotes", "whole_quotes")}
+        print(
+            f"| {stem} | {f['words']:,} | {f['quotes']} | {f['whole_quotes']} | {f['longest_error']} "
+            f"| {f['absolute']} ({f['proven']}) |"
+        )
+    total = {k: sum(f[k] for f in rows.values()) for k in ("words", "quotes", "whole_quotes", "absolute", "proven")}
     longest = max(f["longest_error"] for f in rows.values())
-    print(f"| **all** | {total['words']:,} | {total['quotes']} | {total['whole_quotes']} | {longest} |")
+    print(
+        f"| **all** | {total['words']:,} | {total['quotes']} | {total['whole_quotes']} | {longest} "
+        f"| {total['absolute']} ({total['proven']}) |"
+    )
