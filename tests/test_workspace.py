@@ -137,6 +137,25 @@ def test_sync_updates_untouched_lessons_and_keeps_changed_ones(course):
     assert "make lab REFRESH=00" in text and "你改过" in text
 
 
+def test_a_changed_lesson_that_did_not_change_upstream_is_not_reported(course):
+    notebooks, folder = course
+    ws.Workspace(folder, notebooks).sync()
+    edit(folder / "00-add.ipynb")
+    report = ws.Workspace(folder, notebooks).sync()
+    assert report.lines(folder) == [] and "# mine" in (folder / "00-add.ipynb").read_text()
+
+
+def test_a_language_switch_keeps_a_changed_lesson_and_says_so(course):
+    notebooks, folder = course
+    ws.Workspace(folder, notebooks).sync("en")
+    edit(folder / "00-add.ipynb")
+    report = ws.Workspace(folder, notebooks).sync("zh")
+    assert report.kept_language == ["00-add.ipynb"] and report.kept == [] and report.updated == ["01-add.ipynb"]
+    text = "\n".join(report.lines(folder))
+    assert "stays in the language it was copied in" in text and "updated in the course" not in text
+    assert "# mine" in (folder / "00-add.ipynb").read_text()
+
+
 def test_refresh_backs_up_the_learners_version(course):
     notebooks, folder = course
     workspace = ws.Workspace(folder, notebooks)

@@ -89,6 +89,7 @@ class Report:
     copied: list[str] = field(default_factory=list)
     updated: list[str] = field(default_factory=list)
     kept: list[str] = field(default_factory=list)  # changed by the learner and updated upstream: not touched
+    kept_language: list[str] = field(default_factory=list)  # changed by the learner, copied in another language
     removed: list[str] = field(default_factory=list)
     orphaned: list[str] = field(default_factory=list)  # changed by the learner, no longer in the course
 
@@ -105,6 +106,13 @@ class Report:
                 f"{name}: updated in the course, but you changed your copy, so it was kept.",
                 f"  {name}：课程里这一课有更新，但你改过自己的副本，所以保留了你的版本。",
                 f"  New version, yours backed up in {relative(workspace / BACKUPS)}/ / 换成新版本（你的版本备份到"
+                f" {relative(workspace / BACKUPS)}/）: {lesson_command(name, workspace)}",
+            ]
+        for name in self.kept_language:
+            out += [
+                f"{name}: you changed your copy, so it stays in the language it was copied in.",
+                f"  {name}：你改过自己的副本，所以它保留复制时的语言。",
+                f"  This language, yours backed up in {relative(workspace / BACKUPS)}/ / 换成当前语言（你的版本备份到"
                 f" {relative(workspace / BACKUPS)}/）: {lesson_command(name, workspace)}",
             ]
         for name in self.orphaned:
@@ -164,8 +172,11 @@ class Workspace:
             elif entry is not None and self.untouched(name):
                 self.write(name, text)
                 report.updated.append(name)
-            else:
-                report.kept.append(name)
+            elif entry is not None and entry["language"] != self.language:
+                report.kept_language.append(name)
+            elif entry is None or entry["copied"] != content_key(name, text):
+                report.kept.append(name)  # upstream changed since the copy: the learner should know
+            # else: the learner changed it and upstream did not: nothing to say
         names = {source.name for source in sources}
         for name in sorted(set(self.manifest["files"]) - names):
             if self.untouched(name):
