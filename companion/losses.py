@@ -10,7 +10,7 @@ from matplotlib.figure import Figure
 from companion._validate import require_number, require_tensor
 
 REDUCTIONS = ("none", "sum", "mean")
-INDEX_DTYPES = (torch.int64, torch.uint8)  # what F.cross_entropy accepts as class indices ("Long or Byte")
+INDEX_DTYPES = (torch.int64, torch.uint8)  # class indices F.cross_entropy accepts ("Long or Byte"; Byte for (N, C))
 
 
 def log_softmax_reference(logits: torch.Tensor, dim: int = 1) -> torch.Tensor:
@@ -48,7 +48,7 @@ def cross_entropy_reference(
     class_weight = torch.ones(num_classes, dtype=log_probs.dtype) if weight is None else weight.to(log_probs.dtype)
     weight_per_class = class_weight.reshape(1, num_classes, *[1] * (logits.dim() - 2))  # (C,) -> (1, C, 1, ...)
 
-    if target.is_floating_point():  # probabilities: no ignore_index, and the mean divides by the sample count
+    if target.is_floating_point():  # probabilities: no ignore_index; the mean divides by N * d1 * ..., the count
         smoothed = target * (1 - label_smoothing) + label_smoothing / num_classes
         losses = -(weight_per_class * smoothed * log_probs).sum(dim=1)  # (N, C, d1, ...) -> (N, d1, ...)
         return _reduce(losses, reduction, denominator=losses.numel())
@@ -102,9 +102,16 @@ def _check_cross_entropy_args(logits, target, weight, ignore_index, reduction, l
                 f"a floating-point target is read as class probabilities and needs the logits' shape "
                 f"{tuple(logits.shape)}, not {tuple(target.shape)}: for class indices pass target.long()"
             )
+        if ignore_index >= 0:  # PyTorch refuses it; a negative one it disregards
+            raise ValueError(
+                f"ignore_index={ignore_index} does not apply to probability targets: leave it at -100, "
+                "and drop the rows of the samples you want to leave out"
+            )
         return
     if target.dtype not in INDEX_DTYPES:
         raise TypeError(f"class indices must be int64 (long), not {target.dtype}: pass target.long()")
+    if target.dtype == torch.uint8 and logits.dim() > 2:
+        raise TypeError("uint8 class indices work only with (N, C) logits; for (N, C, d1, ...) pass target.long()")
     expected = logits.shape[:1] + logits.shape[2:] if logits.dim() > 1 else torch.Size([])
     if target.shape != expected:
         raise ValueError(

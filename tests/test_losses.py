@@ -121,6 +121,18 @@ def test_weighted_mean_divides_by_the_weights_of_the_kept_targets():
     )
 
 
+def test_probability_targets_mean_divides_by_every_position():
+    generator = torch.Generator().manual_seed(7)
+    logits = torch.randn(2, 4, 3, generator=generator)  # (N, C, d1)
+    target = torch.softmax(torch.randn(2, 4, 3, generator=generator), dim=1)
+    weight = torch.tensor([0.5, 1.0, 2.0, 4.0])
+    per_position = cross_entropy_reference(logits, target, weight, reduction="none")  # (N, d1)
+    assert per_position.shape == (2, 3)
+    mean = cross_entropy_reference(logits, target, weight)
+    torch.testing.assert_close(mean, per_position.sum() / 6)  # N * d1, not N
+    torch.testing.assert_close(mean, F.cross_entropy(logits, target, weight))
+
+
 def test_one_sample_without_a_batch_dimension_and_byte_targets():
     logits = torch.tensor([2.0, 1.0, 0.1])
     for reduction in ("none", "mean"):
@@ -170,6 +182,8 @@ BAD_ARGUMENTS = [
     (LOGITS.long(), TARGET, {}, TypeError, "logits.float()"),
     (LOGITS, TARGET.float(), {}, TypeError, "target.long()"),
     (LOGITS, TARGET.int(), {}, TypeError, "target.long()"),
+    (torch.zeros(2, 4, 3), torch.zeros(2, 3, dtype=torch.uint8), {}, TypeError, "target.long()"),
+    (LOGITS, torch.full((6, 4), 0.25), {"ignore_index": 0}, ValueError, "leave it at -100"),
     (LOGITS, torch.zeros(6, 5), {}, TypeError, "target.long()"),
     (LOGITS, torch.tensor([0, 1, 2, 4, 1, 2]), {}, ValueError, "use 0..3"),
     (LOGITS, torch.tensor([0, 1, 2, -1, 1, 2]), {}, ValueError, "or ignore_index"),

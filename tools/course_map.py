@@ -47,15 +47,14 @@ def estimate_minutes(notebook: dict) -> int:
 
 
 def objectives_box(lesson: dict) -> tuple[str, str]:
-    """The (English, Chinese) markdown of a lesson's opening box."""
-    needs = ", ".join(lesson["requires"]) or "none"
-    needs_zh = "、".join(lesson["requires"])
-    plural = "s" if len(lesson["requires"]) > 1 else ""
-    english = f"**In this lesson** (about {lesson['minutes']} minutes; before it: lesson{plural} {needs})\n\n"
+    """The (English, Chinese) markdown of a lesson's opening box; each lesson it needs is a link to it."""
+    files = {entry["number"]: entry["file"] for entry in load_map()}
+    needs = ", ".join(f"[lesson {n}]({files[n]})" for n in lesson["requires"])
+    needs_zh = "、".join(f"[第 {n} 课]({files[n]})" for n in lesson["requires"])
+    english = f"**In this lesson** (about {lesson['minutes']} minutes; before it: {needs})\n\n"
+    chinese = f"**本课目标**（约 {lesson['minutes']} 分钟；先修：{needs_zh}）\n\n"
     if not lesson["requires"]:
         english = f"**In this lesson** (about {lesson['minutes']} minutes; no lesson before it)\n\n"
-    chinese = f"**本课目标**（约 {lesson['minutes']} 分钟；先修：第 {needs_zh} 课）\n\n"
-    if not lesson["requires"]:
         chinese = f"**本课目标**（约 {lesson['minutes']} 分钟；无须先修）\n\n"
     english += "\n".join(f"- {line}" for line in lesson["objectives"])
     chinese += "\n".join(f"- {line}" for line in lesson["objectives_zh"])

@@ -33,9 +33,10 @@ _HINTS = {
         "用整数和冒号做切片（x[1]、x[:, 1]、x[::2]）从不复制：结果是视图，只是在 x 的存储上换了起始位置和步幅。",
     ),
     _ADVANCED: (
-        "Indexing with a list or a boolean mask (x[[0, 2]], x[x > 5]) always copies, even when the picked elements "
-        "happen to be evenly spaced.",
-        "用列表或布尔掩码做索引（x[[0, 2]]、x[x > 5]）总会复制，哪怕选出的元素恰好等距排列。",
+        "Reading with a list or a boolean mask (x[[0, 2]], x[x > 5]) always gives a copy, even when the picked "
+        "elements happen to be evenly spaced. (Assigning through one, as in x[x > 5] = 0, writes into x.)",
+        "用列表或布尔掩码做索引来读取（x[[0, 2]]、x[x > 5]）总会得到副本，哪怕选出的元素恰好等距排列。"
+        "（通过它们赋值，例如 x[x > 5] = 0，则会写进 x。）",
     ),
     ("x.t()",): (
         "x.t() swaps the two strides and keeps the storage: a transpose is a view.",
@@ -224,7 +225,7 @@ EXERCISES = [
         reference=dict(_TRUTH),
         mistakes=(
             Mistake("every result is a copy", dict.fromkeys(OPERATIONS, False), "never copies"),
-            Mistake("every result is a view", dict.fromkeys(OPERATIONS, True), "always copies"),
+            Mistake("every result is a view", dict.fromkeys(OPERATIONS, True), "always gives a copy"),
             Mistake("reshape always gives a view", _flipped(_TRUTH, "x.t().reshape(12)"), "reshape returns a view"),
             Mistake("contiguous() always copies", _flipped(_TRUTH, "x.contiguous()"), "returns the tensor itself"),
             Mistake("a transpose copies", _flipped(_TRUTH, "x.t()"), "a transpose is a view"),
