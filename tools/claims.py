@@ -61,8 +61,8 @@ def lesson_claims(stem: str, nb: dict, provers: set[str]) -> tuple[list[Claim], 
     found, problems = [], []
     for cell in nb["cells"]:
         lang = next(iter(tags(cell) & set(ABSOLUTE)), None)
-        if cell["cell_type"] != "markdown" or lang is None:
-            continue
+        if cell["cell_type"] != "markdown" or lang is None or "objectives" in tags(cell):
+            continue  # the objectives box states goals, generated from course.toml, not claims
         proofs = cell.get("metadata", {}).get("claims", {})
         flagged = [(s, tuple(w.lower() for w in ABSOLUTE[lang].findall(s))) for s in sentences(source(cell), lang)]
         flagged = [(s, words) for s, words in flagged if words]
