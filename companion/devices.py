@@ -103,7 +103,7 @@ def plot_data_parallel(num_gpus: int = 3) -> "Figure":
         if i + 1 < num_gpus:
             _arrow(bottom, (x + width, 7.3), (gpu_x[i + 1], 7.3), colour="#2b7a3d")
             _arrow(bottom, (gpu_x[i + 1], 6.9), (x + width, 6.9), colour="#2b7a3d")
-    bottom.text(5.0, 4.6, "only gradients travel (all-reduce) / 只交换梯度（全归约）", **_note(white, colour="#2b7a3d"))
+    bottom.text(5.0, 4.6, "gradients travel (all-reduce) / 交换梯度（全归约）", **_note(white, colour="#2b7a3d"))
     note = "no model copies per step, no GIL shared between GPUs\n每一步不复制模型，GPU 之间不争用 GIL"
     bottom.text(5.0, 2.4, note, **_note(white, colour="0.3"))
     return fig
