@@ -127,11 +127,23 @@ def receptive_field(layers: Sequence[tuple[int, int, int]]) -> int:
 
 
 def measure_receptive_field(model: nn.Module, input_size: IntPair, in_channels: int = 1) -> tuple[int, int]:
-    """Measure with autograd which input positions the middle output element depends on: (height, width).
+    """Measure with autograd the span of input positions the middle output element depends on: (height, width).
 
     A copy of the model gets every parameter set to 1 (with positive weights no two paths can cancel), the input
-    is all ones, and the extent of the nonzero gradient is the receptive field.
+    is all ones, and the extent (last minus first, plus 1) of the nonzero gradient is the receptive field. The span
+    may have holes: `count_read_positions` counts the positions inside it that are really read.
     """
+    rows, cols = _read_mask(model, input_size, in_channels).nonzero(as_tuple=True)  # nonzero positions
+    return (int(rows.max() - rows.min()) + 1, int(cols.max() - cols.min()) + 1)
+
+
+def count_read_positions(model: nn.Module, input_size: IntPair, in_channels: int = 1) -> int:
+    """How many input positions (height x width) the middle output element depends on, measured like the span."""
+    return int(_read_mask(model, input_size, in_channels).sum())
+
+
+def _read_mask(model: nn.Module, input_size: IntPair, in_channels: int) -> torch.Tensor:
+    """(H, W) bool: where the middle output element of an all-ones copy of the model has a nonzero gradient."""
     _check_model_input(model, in_channels)
     probe = copy.deepcopy(model)
     with torch.no_grad():
@@ -140,8 +152,7 @@ def measure_receptive_field(model: nn.Module, input_size: IntPair, in_channels: 
     image = torch.ones(1, in_channels, *_pair(input_size, "input_size", 1), requires_grad=True)  # (1, C, H, W)
     out = probe(image)  # (1, C_out, H_out, W_out)
     out[0, 0, out.shape[2] // 2, out.shape[3] // 2].backward()
-    rows, cols = image.grad[0].abs().sum(dim=0).nonzero(as_tuple=True)  # (C, H, W) -> (H, W) -> nonzero positions
-    return (int(rows.max() - rows.min()) + 1, int(cols.max() - cols.min()) + 1)
+    return image.grad[0].abs().sum(dim=0) != 0  # (C, H, W) -> (H, W)
 
 
 # Argument guards: where a learner's own values arrive, each error says what to pass instead. -------------------

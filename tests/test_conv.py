@@ -17,6 +17,7 @@ from companion.conv import (
     _sampled_positions,
     conv2d_output_size,
     conv2d_reference,
+    count_read_positions,
     dilate_kernel,
     effective_kernel_size,
     measure_receptive_field,
@@ -264,6 +265,16 @@ def test_receptive_field_known_values():
     assert measure_receptive_field(stack, 33) == (15, 15)
     grouped = nn.Conv2d(4, 4, (3, 5), groups=2)
     assert measure_receptive_field(grouped, 11, in_channels=4) == (3, 5)
+
+
+def test_count_read_positions_sees_the_holes_that_the_span_hides():
+    def stack(dilations):
+        return nn.Sequential(*(nn.Conv2d(1, 1, 3, dilation=d, padding=d) for d in dilations))
+
+    assert count_read_positions(stack((1, 2, 4)), 33) == 15 * 15  # no hole in the 15 x 15 span
+    assert measure_receptive_field(stack((2, 2, 2)), 33) == (13, 13)
+    assert count_read_positions(stack((2, 2, 2)), 33) == 7 * 7  # only every other row and column
+    assert count_read_positions(nn.Conv2d(1, 1, 3, dilation=3), 9) == 9
 
 
 def test_measure_leaves_the_model_alone_and_receptive_field_rejects_bad_layers():
