@@ -829,6 +829,14 @@ BAD_CALLS = [
         id="conv.measure_receptive_field-in-channels",
     ),
     pytest.param(
+        conv.count_read_positions,
+        ("conv", 9),
+        {},
+        TypeError,
+        "model must be an nn.Module such as nn.Conv2d(1, 1, 3)",
+        id="conv.count_read_positions-str-model",
+    ),
+    pytest.param(
         checks_conv.check_pool_output_length,
         (14,),
         {},
