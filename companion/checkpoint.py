@@ -22,7 +22,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 from torch.nn.modules.batchnorm import _BatchNorm
-from torch.utils.data import DataLoader, Dataset, TensorDataset
+from torch.utils.data import DataLoader, Dataset, Subset, TensorDataset
 
 from companion._torch_errors import explain_load_error
 
@@ -239,16 +239,11 @@ def flat_parameters(model: nn.Module) -> torch.Tensor:
     return torch.cat([p.detach().flatten() for p in model.parameters()])  # (number of parameters,)
 
 
-def accuracy(model: nn.Module, dataset: TensorDataset) -> float:
+def accuracy(model: nn.Module, dataset: TensorDataset | Subset) -> float:
     """Fraction of `dataset` classified correctly, in evaluation mode; the model's mode is restored afterwards."""
-    if not isinstance(dataset, TensorDataset):
-        raise TypeError(
-            f"dataset must be a TensorDataset(images, labels), not {type(dataset).__name__}: "
-            "for a DataLoader pass loader.dataset"
-        )
+    images, labels = _images_and_labels(dataset)
     was_training = model.training
     model.eval()
-    images, labels = dataset.tensors
     with torch.no_grad():
         correct = (model(images).argmax(dim=1) == labels).sum().item()  # argmax over classes: (N,)
     model.train(was_training)
@@ -398,7 +393,7 @@ def plot_resume(
     steps = list(range(start + 1, len(straight) + 1))
     fig, (left, right) = plt.subplots(1, 2, figsize=(COLUMN_WIDTH, 3.8), layout="constrained")
     left.plot(range(1, len(straight) + 1), straight, color="0.75", linewidth=5, label="unbroken / 不中断")
-    styles = ["-", "--", ":", "-."]
+    styles = ["-", "--", ":", "-.", (0, (5, 1, 1, 1, 1, 1))]
     for i, label in enumerate(resumed):
         style = {"linestyle": styles[i % len(styles)], "color": f"C{i}"}
         left.plot(steps, resumed[label], label=label, **style)
@@ -408,6 +403,8 @@ def plot_resume(
         ax.set_xlabel("step / 步")
     left.set_ylabel("loss / 损失")
     fig.legend(loc="outside lower center", ncols=3)  # below both panels: every corner of them holds a curve
+    right.set_yscale("symlog", linthresh=0.01)  # linear near 0, where the exact run stays; logarithmic above
+    right.set_ylim(bottom=0)  # distances are never negative
     right.set_ylabel("distance from unbroken / 与不中断之距")
     return fig
 
@@ -475,6 +472,21 @@ def _check_epochs(epochs: Any) -> int:
     if isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 0:
         raise ValueError(f"epochs must be an int >= 0, not {epochs!r}")
     return epochs
+
+
+def _images_and_labels(dataset: Any) -> tuple[torch.Tensor, torch.Tensor]:
+    """The (images, labels) tensors of a TensorDataset, or of the part of one that a Subset (random_split) picks."""
+    base = dataset.dataset if isinstance(dataset, Subset) else dataset
+    if not isinstance(base, TensorDataset) or len(base.tensors) != 2:
+        raise TypeError(
+            f"dataset must be a TensorDataset(images, labels) or a Subset of one (from random_split), not "
+            f"{type(dataset).__name__}: for a DataLoader pass loader.dataset"
+        )
+    images, labels = base.tensors
+    if isinstance(dataset, Subset):
+        indices = torch.as_tensor(dataset.indices, dtype=torch.long)
+        return images[indices], labels[indices]  # (len(subset), ...) each
+    return images, labels
 
 
 def _check_state_dict(state_dict: Any) -> Mapping[str, Any]:

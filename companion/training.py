@@ -1,4 +1,4 @@
-"""Lesson 08: the plain training loop (`train_one_epoch`), evaluation (`evaluate`) and both once per epoch (`fit`).
+"""Lesson 08: the plain training loop (`train_one_epoch`), evaluation (`evaluate`), and both once per epoch (`fit`).
 
 Lesson 08 writes the loop in the notebook and shows it equals this copy bit for bit. It is the course's plain loop,
 kept for any later lesson that needs one; a lesson that writes a loop of its own instead (a custom optimizer step,
@@ -23,7 +23,7 @@ from companion.plotting import COLUMN_WIDTH
 
 LossFunction = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 Batches = Iterable[tuple[torch.Tensor, torch.Tensor]]
-HISTORY_KEYS = ("train_loss", "test_loss", "test_accuracy")
+HISTORY_KEYS = ("train_loss", "val_loss", "val_accuracy")
 
 
 def train_one_epoch(
@@ -83,20 +83,20 @@ def evaluate(model: nn.Module, loader: Batches, loss_fn: LossFunction = F.cross_
 def fit(
     model: nn.Module,
     train_loader: Batches,
-    test_loader: Batches,
+    val_loader: Batches,
     optimizer: torch.optim.Optimizer,
     loss_fn: LossFunction,
     epochs: int,
     progress: bool = True,
 ) -> dict[str, list[float]]:
-    """Train for `epochs` epochs, evaluating after each; per-epoch train_loss, test_loss and test_accuracy lists."""
+    """Train `epochs` epochs, evaluating on `val_loader` (not the test set) after each; the per-epoch history."""
     epochs = _check_epochs(epochs)
     history = {key: [] for key in HISTORY_KEYS}
     for _ in progress_bar(range(epochs), "epochs") if progress else range(epochs):
         history["train_loss"].append(train_one_epoch(model, train_loader, optimizer, loss_fn))
-        test_loss, test_accuracy = evaluate(model, test_loader, loss_fn)
-        history["test_loss"].append(test_loss)
-        history["test_accuracy"].append(test_accuracy)
+        val_loss, val_accuracy = evaluate(model, val_loader, loss_fn)
+        history["val_loss"].append(val_loss)
+        history["val_accuracy"].append(val_accuracy)
     return history
 
 
@@ -134,16 +134,16 @@ def progress_bar(iterable: Iterable, description: str, total: int | None = None)
 
 
 def plot_history(history: dict[str, list[float]]) -> Figure:
-    """Loss (train and test) and test accuracy against the epoch, from the dict that `fit` returns."""
+    """Loss (training and validation) and validation accuracy against the epoch, from the dict `fit` returns."""
     epochs = range(1, len(history["train_loss"]) + 1)
     fig, (ax_loss, ax_accuracy) = plt.subplots(1, 2, figsize=(COLUMN_WIDTH, 2.8), layout="constrained")
     ax_loss.plot(epochs, history["train_loss"], marker="o", label="train / 训练")
-    ax_loss.plot(epochs, history["test_loss"], marker="o", label="test / 测试")
+    ax_loss.plot(epochs, history["val_loss"], marker="o", label="validation / 验证")
     ax_loss.set_ylabel("loss / 损失")
     ax_loss.legend(loc="upper right")
-    ax_accuracy.plot(epochs, [100 * a for a in history["test_accuracy"]], marker="o", color="C1")
+    ax_accuracy.plot(epochs, [100 * a for a in history["val_accuracy"]], marker="o", color="C1")
     ax_accuracy.set_ylim(0, 100)
-    ax_accuracy.set_ylabel("test accuracy (%) / 测试准确率")
+    ax_accuracy.set_ylabel("validation accuracy (%) / 验证准确率")
     for ax in (ax_loss, ax_accuracy):
         ax.set_xlabel("epoch / 轮")
         ax.set_xticks(list(epochs))

@@ -182,7 +182,6 @@ OTHER_SGD = torch.optim.SGD(OTHER.parameters(), lr=0.1)
 BATCHES = [(torch.randn(5, 4, generator=_GENERATOR), torch.tensor([0, 1, 2, 0, 1]))]
 ONE_HOT_BATCHES = [(BATCHES[0][0], F.one_hot(BATCHES[0][1], 3).float())]
 IMAGES = TensorDataset(torch.rand(8, 1, 8, 8, generator=_GENERATOR), torch.arange(8) % 10)
-HISTORY = {"train_loss": [1.0, 0.5], "test_loss": [1.1, 0.6], "test_accuracy": [0.5, 0.8]}
 STATE = LINEAR.state_dict()
 PARAMETER = nn.Parameter(torch.ones(2))
 

@@ -939,6 +939,12 @@ def test_make_model_new_run_train_and_accuracy(small_set):
     expected = (model(images).argmax(1) == labels).float().mean().item()
     model.train()
     assert accuracy(model, small_set) == pytest.approx(expected) and model.training
+    part = torch.utils.data.random_split(small_set, [0.5, 0.5], generator=torch.Generator().manual_seed(0))[1]
+    picked = torch.tensor(part.indices)
+    model.eval()
+    expected = (model(images[picked]).argmax(1) == labels[picked]).float().mean().item()
+    model.train()
+    assert accuracy(model, part) == pytest.approx(expected) and model.training
     assert train_epochs(model, optimizer, loader, 0) == []
 
 
@@ -953,6 +959,7 @@ def test_plot_resume_draws_each_runs_loss_and_its_parameter_distance():
     assert [list(line.get_ydata()) for line in left.lines[:3]] == [straight, [1.0, 0.5, 0.25], [1.5, 0.5, 0.0]]
     assert list(left.lines[1].get_xdata()) == [3, 4, 5]
     assert [list(line.get_ydata()) for line in right.lines[:2]] == [[0.0, 0.0, 0.0], [0.1, 0.2, 0.3]]
+    assert right.get_yscale() == "symlog"  # the exact run's 0 and distances far apart, on one axis
     (legend,) = fig.legends  # one legend, below both panels
     assert [t.get_text() for t in legend.get_texts()] == ["unbroken / 不中断", "full / 完整", "partial"]
     plt.close(fig)

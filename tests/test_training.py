@@ -306,8 +306,8 @@ def test_evaluate_names_the_fix(model, loader, loss_fn, error, fix):
 # fit and progress_bar
 
 
-def test_fit_is_train_one_epoch_then_evaluate_each_epoch(capsys):
-    data, test = random_data(30), random_data(10, seed=1)
+def test_fit_is_train_one_epoch_then_evaluate_on_the_validation_loader_each_epoch(capsys):
+    data, validation = random_data(30), random_data(10, seed=1)
 
     def start():
         model = small_classifier(seed=5)
@@ -316,15 +316,15 @@ def test_fit_is_train_one_epoch_then_evaluate_each_epoch(capsys):
 
     model, optimizer, loader = start()
     torch.manual_seed(0)
-    history = fit(model, loader, DataLoader(test, batch_size=4), optimizer, F.cross_entropy, epochs=3)
+    history = fit(model, loader, DataLoader(validation, batch_size=4), optimizer, F.cross_entropy, epochs=3)
     hand, hand_optimizer, hand_loader = start()
     torch.manual_seed(0)
-    want = {"train_loss": [], "test_loss": [], "test_accuracy": []}
+    want = {"train_loss": [], "val_loss": [], "val_accuracy": []}
     for _ in range(3):
         want["train_loss"].append(train_one_epoch(hand, hand_loader, hand_optimizer, F.cross_entropy))
-        test_loss, test_accuracy = evaluate(hand, DataLoader(test, batch_size=4), F.cross_entropy)
-        want["test_loss"].append(test_loss)
-        want["test_accuracy"].append(test_accuracy)
+        val_loss, val_accuracy = evaluate(hand, DataLoader(validation, batch_size=4), F.cross_entropy)
+        want["val_loss"].append(val_loss)
+        want["val_accuracy"].append(val_accuracy)
     assert history == want
     captured = capsys.readouterr()
     assert captured.err == ""
@@ -378,15 +378,16 @@ def test_progress_bar_needs_a_total_for_an_iterable_without_length():
 
 
 def test_plot_history_draws_the_history():
-    history = {"train_loss": [2.0, 1.0, 0.5], "test_loss": [1.8, 1.1, 0.7], "test_accuracy": [0.3, 0.6, 0.9]}
+    history = {"train_loss": [2.0, 1.0, 0.5], "val_loss": [1.8, 1.1, 0.7], "val_accuracy": [0.3, 0.6, 0.9]}
     use_course_style()
     fig = plot_history(history)
     fig.canvas.draw()  # renders the Chinese labels; a missing glyph would warn, and warnings are errors here
     ax_loss, ax_accuracy = fig.axes
-    train_line, test_line = ax_loss.get_lines()
+    train_line, val_line = ax_loss.get_lines()
     assert list(train_line.get_xdata()) == [1, 2, 3] and list(train_line.get_ydata()) == history["train_loss"]
-    assert list(test_line.get_ydata()) == history["test_loss"]
+    assert list(val_line.get_ydata()) == history["val_loss"]
     assert list(ax_accuracy.get_lines()[0].get_ydata()) == pytest.approx([30, 60, 90])
+    assert "validation" in val_line.get_label() and "验证" in ax_accuracy.get_ylabel()
     assert "损失" in ax_loss.get_ylabel() and "轮" in ax_accuracy.get_xlabel()
     assert fig.get_figwidth() <= COLUMN_WIDTH
     plt.close(fig)
