@@ -3,9 +3,10 @@ companion.ddp_launch, the exercise checks and tools/soak.py.
 
 Each launch starts real processes, and each process spends seconds importing torch (and, at `DDP(...)`,
 torch._dynamo). The lesson's own launches (torchrun on one machine with a checkpoint, torch.multiprocessing.spawn
-with BatchNorm, a failing rank, the old launcher) run under nbval in the notebook, which compares every number they
-print; this file launches only what the lesson does not run: two "nodes" on loopback, with both rendezvous, at
-the same moment (which also proves that two launches do not collide), and the note's script under torchrun.
+without and with BatchNorm, a failing rank, the old launcher) run under nbval in the notebook, which compares every
+number they print; this file launches only what the lesson does not run: two "nodes" on loopback, with both
+rendezvous, at the same moment (which also proves that two launches do not collide), and the note's script under
+torchrun.
 """
 
 import json
@@ -190,6 +191,13 @@ def test_the_soak_tool_finds_the_notebooks_script():
     source = soak.notebook_script()
     assert source.startswith("# One rank of data-parallel training.")
     assert "DDP(model.to(device)" in source and "save_checkpoint(" in source and "timeout=timedelta(" in source
+    # The CUDA branch that lesson 11 promises: one GPU per rank, bound to the process group and to DDP.
+    assert "torch.cuda.set_device(device)" in source and "device_id=device if cuda else None" in source
+    assert "device_ids=[local_rank] if cuda else None" in source
+    # The clean exit: flush what os._exit would drop, after barrier and destroy_process_group.
+    tail = source[source.index("dist.barrier()  # leave together") :]
+    assert "dist.destroy_process_group()" in tail
+    assert tail.rstrip().endswith("sys.stdout.flush()\n    sys.stderr.flush()\n    os._exit(0)")
     compile(source, "ddp/train.py", "exec")
     assert "29500" not in source
 
