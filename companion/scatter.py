@@ -33,6 +33,8 @@ def scatter_reference(
     For every position p of `index`: out[p with coordinate `dim` replaced by index[p]] = src[p] (or src, a number).
     """
     _check_scatter_args(self, dim, index, src, reduce)
+    if index.numel() == 0:  # no position to visit: nothing is written
+        return self.clone()
     if self.dim() == 0:  # PyTorch treats a 0-d tensor as a 1-d tensor of one element
         one_src = src.reshape(1) if isinstance(src, torch.Tensor) else src  # () -> (1,)
         return scatter_reference(self.reshape(1), 0, index.reshape(1), one_src, reduce).reshape(())  # (1,) -> ()
@@ -53,28 +55,28 @@ def scatter_reference(
 def _check_scatter_args(self, dim, index, src, reduce) -> None:
     if not isinstance(self, torch.Tensor) or not isinstance(index, torch.Tensor):
         raise TypeError("self and index must be tensors, e.g. torch.zeros(2, 4) and torch.tensor([[2, 3]])")
-    if index.dtype not in (torch.int64, torch.int32):
-        raise TypeError(f"index must hold integers, not {index.dtype}: pass index.long()")
     require_int(dim, "dim")
     ndim = max(self.dim(), 1)
     if not -ndim <= dim < ndim:
         raise ValueError(f"dim must be in [{-ndim}, {ndim - 1}] for a {self.dim()}-d tensor, not {dim}")
-    if index.dim() != self.dim():
-        raise ValueError(
-            f"index has {index.dim()} dimensions but self has {self.dim()}: give index the same number of "
-            "dimensions (for a 1-d target, use target.unsqueeze(1))"
-        )
     if reduce is not None and reduce not in REDUCTIONS:
         raise ValueError(f"reduce must be None or one of {sorted(REDUCTIONS)}, not {reduce!r}")
     if isinstance(src, torch.Tensor):
         if src.dtype != self.dtype:
             raise TypeError(f"src is {src.dtype} but self is {self.dtype}: pass src.to(self.dtype)")
-        if src.dim() != self.dim():
-            raise ValueError(f"src has {src.dim()} dimensions but self has {self.dim()}: they must match")
     elif not isinstance(src, bool | int | float):
         raise TypeError(f"src must be a tensor or a Python number, not {type(src).__name__}")
-    if index.numel() == 0:  # PyTorch checks nothing else for an empty index
+    if index.numel() == 0:  # like PyTorch: no index data-type, dimension or size checks for an empty index
         return
+    if index.dtype not in (torch.int64, torch.int32):
+        raise TypeError(f"index must hold integers, not {index.dtype}: pass index.long()")
+    if index.dim() != self.dim():
+        raise ValueError(
+            f"index has {index.dim()} dimensions but self has {self.dim()}: give index the same number of "
+            "dimensions (for a 1-d target, use target.unsqueeze(1))"
+        )
+    if isinstance(src, torch.Tensor) and src.dim() != self.dim():
+        raise ValueError(f"src has {src.dim()} dimensions but self has {self.dim()}: they must match")
     dim = dim % ndim
     for d in range(index.dim()):
         if d != dim and index.shape[d] > self.shape[d]:

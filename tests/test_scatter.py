@@ -96,6 +96,18 @@ def test_edge_cases_match_torch():
     )
     empty_index = torch.zeros(2, 0, dtype=torch.long)
     assert torch.equal(scatter_reference(torch.ones(2, 3), 1, empty_index, 9.0), torch.ones(2, 3))
+    # PyTorch skips the index data-type and dimension checks for an empty index; so does the reference
+    for self, index, src in [
+        (torch.ones(2, 3), torch.zeros(0, dtype=torch.long), 9.0),  # 1-d empty index, 2-d self
+        (torch.ones(2, 3), torch.zeros(0), 9.0),  # float32 empty index
+        (torch.ones(2, 3), torch.zeros(0, dtype=torch.long), torch.ones(5)),  # 1-d src
+        (torch.tensor(2.0), torch.zeros(0, dtype=torch.long), 9.0),  # 0-d self
+    ]:
+        assert torch.equal(scatter_reference(self, 0, index, src), torch.scatter(self, 0, index, src))
+    with pytest.raises(RuntimeError, match="dtype"):  # the src data-type check is not skipped
+        torch.scatter(torch.ones(2, 3), 1, torch.zeros(0, dtype=torch.long), torch.ones(1, dtype=torch.long))
+    with pytest.raises(TypeError, match="src.to"):
+        scatter_reference(torch.ones(2, 3), 1, torch.zeros(0, dtype=torch.long), torch.ones(1, dtype=torch.long))
     int32_index = torch.tensor([[3, 0]], dtype=torch.int32)
     assert torch.equal(
         scatter_reference(torch.zeros(1, 4), 1, int32_index, 1.0),
