@@ -21,7 +21,7 @@ RUN := env OMP_NUM_THREADS=$${OMP_NUM_THREADS:-1} PYTHONHASHSEED=0
 ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
 NOTEBOOKS := $(sort $(wildcard notebooks/[0-9][0-9]-*.ipynb))
 
-.PHONY: help venv lab lab-teacher notebook progress walkthrough test test-gpu execute lint handout browser bench determinism soak clean
+.PHONY: help venv lab lab-teacher notebook progress walkthrough test test-gpu execute lint handout browser bench matrix determinism soak clean
 
 help:
 	@echo "make lab      open your copy of the course (workspace/, exercises to solve) in JupyterLab"
