@@ -86,7 +86,8 @@ def load_checkpoint(
 
     `safe_globals` lists your own trusted classes that the file may hold; weights_only=False runs any code the file
     asks for, so pass it only for a file you made yourself. Every failure is a CheckpointError that says what to do.
-    A file from plain torch.save has no digest and loads without that check.
+    A file from plain torch.save has no digest and loads without that check; a file whose digest record is damaged
+    is refused, never loaded unchecked.
     """
     path = _check_load_arguments(path, map_location, weights_only, safe_globals)
     verify_digest(path)
@@ -114,11 +115,16 @@ def verify_digest(path: str | os.PathLike) -> None:
 
 
 def _recorded_digest(path: Path) -> str | None:
-    """The SHA-256 (64 hex digits) that save_checkpoint wrote into the file, or None if it has none."""
+    """The SHA-256 (64 hex digits) that save_checkpoint wrote into the file, or None if it has none.
+
+    A damaged record must not pass for "no digest" (that would load the file unchecked), so the file counts as
+    signed when its end still looks like save_checkpoint's record: the mark with at most a third of its bytes
+    changed, anywhere in the tail, or the archive's last record announcing a comment of exactly RECORD_LENGTH bytes.
+    """
     with open(path, "rb") as file:
         file.seek(max(0, path.stat().st_size - 22 - RECORD_LENGTH))
         tail = file.read()  # the archive's last record, then the comment
-    if DIGEST_MARK not in tail:
+    if not _looks_signed(tail):
         return None  # a plain torch.save file
     digest = tail[-64:]
     if not (
@@ -132,6 +138,17 @@ def _recorded_digest(path: Path) -> str | None:
             "earlier checkpoint, or copy the file again from its source"
         )
     return digest.decode()
+
+
+def _looks_signed(tail: bytes) -> bool:
+    """Whether the last 22 + RECORD_LENGTH bytes of a file still show save_checkpoint's record, even damaged."""
+    announced = tail.startswith(END_OF_ARCHIVE) and tail[20:22] == RECORD_LENGTH.to_bytes(2, "little")
+    size = len(DIGEST_MARK)
+    near_mark = any(
+        sum(a == b for a, b in zip(tail[start : start + size], DIGEST_MARK, strict=False)) >= 2 * size // 3
+        for start in range(len(tail) - size + 1)
+    )
+    return announced or near_mark
 
 
 def _append_digest(file) -> None:

@@ -336,6 +336,30 @@ def test_a_garbled_digest_record_is_reported_as_damage(tmp_path, damage):
         load_checkpoint(tmp_path / "bad.pt")
 
 
+def test_every_flip_of_the_digest_record_is_refused_never_loaded_unchecked(tmp_path):
+    weight = torch.arange(64.0)
+    save_checkpoint({"weight": weight}, tmp_path / "last.pt")
+    raw = (tmp_path / "last.pt").read_bytes()
+    record = 22 + RECORD_LENGTH  # the archive's last record, then the comment save_checkpoint wrote
+    at = raw.index(weight.numpy().tobytes())
+    for bit in range(8 * (len(raw) - record), 8 * len(raw)):
+        (tmp_path / "bad.pt").write_bytes(flip(raw, bit))
+        with pytest.raises(CheckpointError, match="'bad.pt' is damaged"):
+            load_checkpoint(tmp_path / "bad.pt")
+        # the same flip together with a changed weight: refused too, not loaded with the other number
+        (tmp_path / "bad.pt").write_bytes(flip(flip(raw, bit), 8 * (at + 40) + 30))
+        with pytest.raises(CheckpointError, match="'bad.pt' is damaged"):
+            load_checkpoint(tmp_path / "bad.pt")
+
+
+def test_a_plain_file_ending_in_other_bytes_is_still_unsigned(tmp_path):
+    for obj in [{"epoch": 1}, {"w": torch.zeros(300, dtype=torch.uint8)}, {"mark": DIGEST_MARK[:12].decode()}]:
+        torch.save(obj, tmp_path / "plain.pt")
+        assert _recorded_digest(tmp_path / "plain.pt") is None
+        torch.save(obj, tmp_path / "legacy.pt", _use_new_zipfile_serialization=False)
+        assert _recorded_digest(tmp_path / "legacy.pt") is None
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # The patterns on PyTorch's error text (companion/_torch_errors.py): each against the real error it is meant for.
 
