@@ -51,8 +51,8 @@ def reseed_worker(worker_id: int) -> None:
     info = get_worker_info()  # None in the main process
     if info is None:
         raise RuntimeError("reseed_worker runs inside a DataLoader worker: pass it as DataLoader(worker_init_fn=...)")
-    # info.seed is the base seed (drawn from the loader's generator for each epoch) + worker_id: different in
-    # every worker, the same on every run with the same generator seed.
+    # info.seed is the base seed (drawn from the loader's generator each time the loader is iterated, or once with
+    # persistent_workers=True) + worker_id: different in every worker, the same on every run with the same seed.
     info.dataset.rng = np.random.default_rng(info.seed)
 
 
