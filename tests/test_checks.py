@@ -10,11 +10,14 @@ import json
 import pkgutil
 from pathlib import Path
 
+import numpy as np
 import pytest
+import torch
+from torch import nn
 
 import companion
 import companion.checks
-from companion.exercises import PASS_MARK, Exercise, WrongAnswer
+from companion.exercises import PASS_MARK, Exercise, WrongAnswer, call_learner, sandbox
 from notebook_rules import CJK, NOTEBOOK_DIR
 
 CHECK_MODULES = [
@@ -37,6 +40,16 @@ def test_the_reference_answer_passes(row):
     assert out.getvalue().startswith(PASS_MARK), out.getvalue()
     english, chinese = out.getvalue().split("\n", 1)
     assert not CJK.search(english.removeprefix(PASS_MARK)) and CJK.search(chinese), "pass line in both languages"
+
+
+@pytest.mark.parametrize("row", ROWS, ids=row_id)
+def test_other_correct_answers_pass(row):
+    _, exercise = row
+    for answer in exercise.right:
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            exercise.check(answer)
+        assert out.getvalue().startswith(PASS_MARK), f"a correct answer was rejected: {out.getvalue()}"
 
 
 @pytest.mark.parametrize("row", ROWS, ids=row_id)
@@ -89,3 +102,69 @@ def test_every_checker_a_lesson_calls_is_tabled():
             if cell["cell_type"] == "code" and "solution" not in cell["metadata"].get("tags", []):
                 called = {w.split("(")[0] for w in source.split() if w.startswith("check_") and "(" in w}
                 assert called <= tabled, f"{path.name} calls {called - tabled}, which have no EXERCISES row"
+
+
+def _reseeds(x):
+    torch.manual_seed(0)
+    return x * 2
+
+
+def _draws_from_numpy(x):
+    return x + float(np.random.rand())
+
+
+def _leaves_autograd_off(x):
+    torch.set_grad_enabled(False)
+    return x * 2
+
+
+def _changes_default_dtype(x):
+    torch.set_default_dtype(torch.float64)
+    return x * 2
+
+
+def _doubles_in_place(x):
+    return x.mul_(2)
+
+
+def _sets_grad(x):
+    x.grad = torch.zeros_like(x)
+    return x.detach() * 2
+
+
+def _leaves_a_child_in_eval(model):
+    model.training = True  # the flag of the top module only: its children keep eval mode
+    return model
+
+
+@pytest.mark.parametrize(
+    ("answer", "hint"),
+    [
+        (_reseeds, "global random generator"),
+        (_draws_from_numpy, "NumPy's global generator"),
+        (_leaves_autograd_off, "Autograd was still switched off"),
+        (_changes_default_dtype, "default dtype"),
+        (_doubles_in_place, "changed its argument number 1"),
+        (_sets_grad, "changed its argument number 1"),
+    ],
+)
+def test_the_harness_names_each_side_effect_and_restores_the_state(answer, hint):
+    rng, grad, dtype = torch.random.get_rng_state(), torch.is_grad_enabled(), torch.get_default_dtype()
+    with pytest.raises(WrongAnswer, match=hint):
+        call_learner(answer, torch.ones(3, requires_grad=answer is _sets_grad))
+    assert torch.equal(torch.random.get_rng_state(), rng) and torch.is_grad_enabled() == grad
+    assert torch.get_default_dtype() == dtype
+
+
+def test_the_harness_sees_a_module_whose_child_keeps_another_mode():
+    model = nn.Sequential(nn.Linear(2, 2), nn.Dropout())
+    model.eval()
+    model.training = False
+    with pytest.raises(WrongAnswer, match="a module's mode"):
+        call_learner(_leaves_a_child_in_eval, model)
+
+
+def test_the_harness_lets_a_correct_answer_through_and_allows_what_the_exercise_is_about():
+    assert torch.equal(call_learner(lambda x: x * 2, torch.ones(2)), torch.full((2,), 2.0))
+    with sandbox(may_change=frozenset({"torch_rng"})):
+        torch.manual_seed(3)
