@@ -31,7 +31,9 @@ def device_and_backend(local_rank: int, prefer: str | None = None) -> tuple[torc
     """The device and backend of one rank: cuda:LOCAL_RANK with nccl where CUDA is chosen, else the CPU with gloo.
 
     The choice follows companion.devices.pick_device (`prefer`, then $COURSE_DEVICE, then CUDA if present). On an
-    Apple GPU (MPS) the ranks compute on the CPU: gloo, the backend for the CPU, does not take MPS tensors.
+    Apple GPU (MPS) the ranks compute on the CPU: gloo, the backend for the CPU, does not take MPS tensors. The
+    index of a chosen CUDA device is ignored (COURSE_DEVICE=cuda:1 still gives cuda:LOCAL_RANK): each rank takes
+    the GPU of its local rank.
     """
     _check_local_rank(local_rank)
     if pick_device(prefer).type != "cuda":
