@@ -17,13 +17,24 @@ from torch import nn
 
 import companion
 import companion.checks
+import companion.checks.answers
 from companion.exercises import PASS_MARK, Exercise, WrongAnswer, call_learner, sandbox
+from lesson_copies import answer_lines
 from notebook_rules import CJK, NOTEBOOK_DIR
 
 CHECK_MODULES = [
-    importlib.import_module(f"companion.checks.{info.name}") for info in pkgutil.iter_modules(companion.checks.__path__)
+    importlib.import_module(f"companion.checks.{info.name}")
+    for info in pkgutil.iter_modules(companion.checks.__path__)
+    if info.name != "answers"
 ]
-ROWS = [(module, exercise) for module in CHECK_MODULES for exercise in getattr(module, "EXERCISES", [])]
+ANSWER_MODULES = [
+    importlib.import_module(f"companion.checks.answers.{info.name}")
+    for info in pkgutil.iter_modules(companion.checks.answers.__path__)
+]
+# A table lives in companion/checks/answers/<module>.py (the teacher's part), or still beside its checker.
+ROWS = [
+    (module, exercise) for module in ANSWER_MODULES + CHECK_MODULES for exercise in getattr(module, "EXERCISES", [])
+]
 
 
 def row_id(row) -> str:
@@ -168,3 +179,35 @@ def test_the_harness_lets_a_correct_answer_through_and_allows_what_the_exercise_
     assert torch.equal(call_learner(lambda x: x * 2, torch.ones(2)), torch.full((2,), 2.0))
     with sandbox(may_change=frozenset({"torch_rng"})):
         torch.manual_seed(3)
+
+
+def _shipped_code(root: Path = Path(companion.__file__).parent) -> set[str]:
+    """Every line of companion/ a student gets (the answers package aside), whitespace collapsed."""
+    files = [p for p in root.rglob("*.py") if "answers" not in p.relative_to(root).parts]
+    return {" ".join(line.split()) for p in files for line in p.read_text(encoding="utf-8").splitlines()}
+
+
+def _solution_lines(path: Path) -> list[str]:
+    """The telling lines of a lesson's answers: code in a solution cell's function bodies, 20 characters or more."""
+    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    sources = ["".join(c["source"]) for c in cells if "solution" in c.get("metadata", {}).get("tags", [])]
+    lines = [" ".join(line.split()) for source in sources for line in answer_lines(source)]
+    return [line for line in lines if len(line) >= 20 and not line.startswith("#")]
+
+
+LESSON_PATHS = sorted(NOTEBOOK_DIR.glob("[0-9][0-9]-*.ipynb"))
+
+
+@pytest.mark.parametrize("path", LESSON_PATHS, ids=lambda p: p.stem)
+def test_no_solution_line_ships_outside_the_answers(path):
+    found = [line for line in _solution_lines(path) if line in _shipped_code()]
+    assert found == [], "move reference answers to companion/checks/answers/ (left out of the student bundle)"
+
+
+def test_a_solution_line_is_found_in_shipped_code_but_not_in_the_answers(tmp_path):
+    line = _solution_lines(LESSON_PATHS[0])[0]
+    (tmp_path / "answers").mkdir()
+    (tmp_path / "answers" / "course.py").write_text(f"def reference():\n    {line}\n", encoding="utf-8")
+    assert line not in _shipped_code(tmp_path)
+    (tmp_path / "course.py").write_text(f"def reference():\n    {line}\n", encoding="utf-8")
+    assert line in _shipped_code(tmp_path)

@@ -354,11 +354,17 @@ def answer_key_cells(lessons: list[tuple[str, nbformat.NotebookNode]], edition: 
 
 
 def check_tables() -> dict:
-    """Every exercise of the checkers' EXERCISES tables, by the name of its check function."""
+    """Every exercise of the EXERCISES tables (companion/checks/answers/, or beside a checker), by check function."""
+    names = [
+        f"companion.checks.{package}{info.name}"
+        for package in ("", "answers.")
+        for info in pkgutil.iter_modules(importlib.import_module(f"companion.checks.{package}".rstrip(".")).__path__)
+        if info.name != "answers"
+    ]
     return {
         exercise.check.__name__: exercise
-        for info in pkgutil.iter_modules(importlib.import_module("companion.checks").__path__)
-        for exercise in getattr(importlib.import_module(f"companion.checks.{info.name}"), "EXERCISES", [])
+        for name in names
+        for exercise in getattr(importlib.import_module(name), "EXERCISES", [])
     }
 
 
@@ -537,7 +543,8 @@ def student_bundle(out_dir: Path, lessons: list[tuple[str, nbformat.NotebookNode
     folder.mkdir()
     for stem, notebook in lessons:
         nbformat.write(edition_notebook(notebook, Edition("bilingual", "student")), folder / f"{stem}.ipynb")
-    shutil.copytree(ROOT / "companion", folder / "companion", ignore=shutil.ignore_patterns("__pycache__"))
+    # The reference answers (companion/checks/answers/) are the teacher's: no solution ships to students.
+    shutil.copytree(ROOT / "companion", folder / "companion", ignore=shutil.ignore_patterns("__pycache__", "answers"))
     shutil.copy(ROOT / "notebooks" / "GLOSSARY.md", folder / "GLOSSARY.md")
     (folder / "README.md").write_text(
         """# Tensor by Tensor · 张量拾级 — student notebooks / 学生笔记本
