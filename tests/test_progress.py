@@ -1,6 +1,7 @@
 """`make progress` (tools/progress.py): not attempted on a fresh workspace, passed with the reference answers, wrong
 with the checker's hint for a typical mistake, and a learner's cell that raises or loops does not stop the report."""
 
+import importlib.util
 import shutil
 
 import nbformat
@@ -44,6 +45,8 @@ def typical_mistake(path, number: int) -> tuple[str, str]:
     source = nbformat.read(NOTEBOOK_DIR / path.name, as_version=4)
     check = source.cells[exercises(source)[number][1]].source
     module = check.split("from ", 1)[1].split(" import", 1)[0]
+    answers = module.replace("companion.checks.", "companion.checks.answers.", 1)  # the teacher's tables
+    module = answers if importlib.util.find_spec(answers) else module
     checker = pg.check_name({"source": check})
     call = check.rsplit(checker + "(", 1)[1].split(")", 1)[0]
     cell = (
