@@ -40,10 +40,12 @@ class BatchNorm2dReference:
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
         """Normalise `x` (N, C, H, W); in training mode with tracking, also update the running estimates."""
         _check_input(x, self.num_features)
-        if self.training or not self.track_running_stats:  # batch statistics
+        # Like PyTorch, decide by whether the buffers exist, not by the flag: the flag can be changed later
+        has_buffers = self.running_mean is not None and self.running_var is not None
+        if self.training or not has_buffers:  # batch statistics
             _check_enough_values(x, self.num_features)
             mean, variance = channel_statistics(x)  # (C,), (C,): biased variance
-            if self.training and self.track_running_stats:
+            if self.training and self.track_running_stats and has_buffers:
                 self._update_running_estimates(mean, variance, n=x.numel() // self.num_features)
         else:  # evaluation mode with running estimates
             mean, variance = self.running_mean, self.running_var
@@ -68,7 +70,7 @@ class BatchNorm2dReference:
         return self
 
     def eval(self) -> "BatchNorm2dReference":
-        """Set evaluation mode: normalise with the running estimates, if the layer tracks them."""
+        """Set evaluation mode: normalise with the running estimates, if the layer has them."""
         return self.train(False)
 
     @classmethod

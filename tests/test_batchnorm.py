@@ -102,6 +102,28 @@ def test_named_options_over_ten_steps(momentum, affine):
     assert_close(reference.eval()(x), module.eval()(x))
 
 
+@pytest.mark.parametrize("built_with", [True, False])
+@pytest.mark.parametrize("momentum", [0.1, None])
+def test_track_running_stats_changed_on_an_existing_layer_behaves_like_torch(built_with, momentum):
+    """PyTorch decides evaluation mode by whether the buffers exist, and updates only buffers that exist."""
+    generator = torch.Generator().manual_seed(2)
+    module = nn.BatchNorm2d(3, momentum=momentum, track_running_stats=built_with)
+    reference = BatchNorm2dReference(3, momentum=momentum, track_running_stats=built_with)
+    for _ in range(3):  # trained with the flag it was built with
+        x = torch.randn(4, 3, 2, 2, generator=generator) * 2 + 3
+        assert_close(reference(x), module(x))
+    module.track_running_stats = reference.track_running_stats = not built_with  # the attribute, set afterwards
+    for _ in range(3):
+        x = torch.randn(4, 3, 2, 2, generator=generator) * 2 + 3
+        assert_close(reference(x), module(x))
+        assert_same_state(reference, module)
+    x = torch.randn(2, 3, 2, 2, generator=generator)
+    assert_close(reference.eval()(x), module.eval()(x))
+    uses_batch_statistics = torch.allclose(module(x), normalize_per_channel(x), atol=1e-5)
+    assert uses_batch_statistics == (not built_with)  # buffers exist exactly when built with True
+    assert_same_state(reference, module)
+
+
 def test_momentum_none_is_the_plain_average_of_the_batch_statistics():
     generator = torch.Generator().manual_seed(1)
     batches = [torch.randn(5, 2, 3, 3, generator=generator) * (k + 1) + k for k in range(4)]
