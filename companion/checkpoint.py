@@ -67,7 +67,8 @@ def save_checkpoint(obj: Any, path: str | os.PathLike) -> None:
             torch.save(obj, file)
             _append_digest(file)
             file.flush()
-            os.fsync(file.fileno())  # the bytes are on the disk before the new name points at them
+            # Flushed before the new name points at them (on macOS the drive may still hold them in its cache):
+            os.fsync(file.fileno())
         os.replace(temporary, path)  # one step: `path` names the old file or the new one, never half of one
     except BaseException:
         temporary.unlink(missing_ok=True)
@@ -87,7 +88,7 @@ def load_checkpoint(
     `safe_globals` lists your own trusted classes that the file may hold; weights_only=False runs any code the file
     asks for, so pass it only for a file you made yourself. Every failure is a CheckpointError that says what to do.
     A file from plain torch.save has no digest and loads without that check; a file whose digest record is damaged
-    is refused, never loaded unchecked.
+    or cut short is refused, never loaded unchecked.
     """
     path = _check_load_arguments(path, map_location, weights_only, safe_globals)
     verify_digest(path)
@@ -117,9 +118,10 @@ def verify_digest(path: str | os.PathLike) -> None:
 def _recorded_digest(path: Path) -> str | None:
     """The SHA-256 (64 hex digits) that save_checkpoint wrote into the file, or None if it has none.
 
-    A damaged record must not pass for "no digest" (that would load the file unchecked), so the file counts as
-    signed when its end still looks like save_checkpoint's record: the mark with at most a third of its bytes
-    changed, anywhere in the tail, or the archive's last record announcing a comment of exactly RECORD_LENGTH bytes.
+    A damaged or cut-short record must not pass for "no digest" (that would load the file unchecked), so the file
+    counts as signed when its end still looks like save_checkpoint's record: the mark with at most a third of its
+    bytes changed, anywhere in the tail (also cut off by the end of the file), or an end-of-archive record anywhere
+    in the tail announcing a comment of exactly RECORD_LENGTH bytes, whether or not they are all there.
     """
     with open(path, "rb") as file:
         file.seek(max(0, path.stat().st_size - 22 - RECORD_LENGTH))
@@ -141,12 +143,16 @@ def _recorded_digest(path: Path) -> str | None:
 
 
 def _looks_signed(tail: bytes) -> bool:
-    """Whether the last 22 + RECORD_LENGTH bytes of a file still show save_checkpoint's record, even damaged."""
-    announced = tail.startswith(END_OF_ARCHIVE) and tail[20:22] == RECORD_LENGTH.to_bytes(2, "little")
+    """Whether the last 22 + RECORD_LENGTH bytes of a file still show save_checkpoint's record, even damaged or cut."""
+    announced = any(
+        tail[start + 20 : start + 22] == RECORD_LENGTH.to_bytes(2, "little")
+        for start in range(len(tail))
+        if tail.startswith(END_OF_ARCHIVE, start)
+    )
     size = len(DIGEST_MARK)
-    near_mark = any(
+    near_mark = any(  # windows that run past the end of the file count too: the record may be cut short
         sum(a == b for a, b in zip(tail[start : start + size], DIGEST_MARK, strict=False)) >= 2 * size // 3
-        for start in range(len(tail) - size + 1)
+        for start in range(len(tail))
     )
     return announced or near_mark
 

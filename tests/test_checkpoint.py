@@ -352,6 +352,18 @@ def test_every_flip_of_the_digest_record_is_refused_never_loaded_unchecked(tmp_p
             load_checkpoint(tmp_path / "bad.pt")
 
 
+def test_a_digest_record_cut_short_is_refused_never_loaded_unchecked(tmp_path):
+    weight = torch.arange(64.0)
+    save_checkpoint({"weight": weight}, tmp_path / "last.pt")
+    raw = (tmp_path / "last.pt").read_bytes()
+    at = raw.index(weight.numpy().tobytes())
+    for cut in range(1, 22 + RECORD_LENGTH + 1):  # every length of the last record and the comment, cut off
+        for damaged in [raw, flip(raw, 8 * (at + 40) + 30)]:  # alone, and together with a changed weight
+            (tmp_path / "bad.pt").write_bytes(damaged[:-cut])
+            with pytest.raises(CheckpointError, match="'bad.pt'"):
+                load_checkpoint(tmp_path / "bad.pt")
+
+
 def test_a_plain_file_ending_in_other_bytes_is_still_unsigned(tmp_path):
     for obj in [{"epoch": 1}, {"w": torch.zeros(300, dtype=torch.uint8)}, {"mark": DIGEST_MARK[:12].decode()}]:
         torch.save(obj, tmp_path / "plain.pt")
