@@ -76,6 +76,8 @@ NO_BAD_INPUT = {
     "exercises.passed": "prints whatever it is given as the pass line",
     "exercises.Exercise": "a record of one exercise's table; tests/test_checks.py checks every table",
     "exercises.Mistake": "a record of one typical wrong answer; tests/test_checks.py checks every row",
+    "exercises.sandbox": "a context manager around a checker's call of learner code: it takes only the state names",
+    "exercises.call_learner": "calls whatever the checker hands it; the checkers guard the learner's function first",
     "checks.checkpoint.raise_refused": "raises the refused-checkpoint hint for whatever it is told, by design",
     "checkpoint.CheckpointError": "an exception class raised by load_checkpoint; any message is valid",
     "checkpoint.harmless_payload": "stands in for an attacker's code inside a pickle: records any note by design",

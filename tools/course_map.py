@@ -100,8 +100,14 @@ def api_pattern(api: str) -> re.Pattern:
 
 
 def code_without_comments(notebook: dict) -> str:
-    """All code of a notebook, comments and strings left in except full-line comments."""
-    lines = [line for c in notebook["cells"] if c["cell_type"] == "code" for line in source(c).splitlines()]
+    """All code of a notebook, comments and strings left in except full-line comments; cells tagged `appendix`
+    (lesson 00's look at the notes' code, which names later lessons' APIs on purpose) are left out."""
+    lines = [
+        line
+        for c in notebook["cells"]
+        if c["cell_type"] == "code" and "appendix" not in c["metadata"].get("tags", [])
+        for line in source(c).splitlines()
+    ]
     return "\n".join(line for line in lines if not line.lstrip().startswith(("#", "%")))
 
 
