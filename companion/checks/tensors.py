@@ -3,9 +3,10 @@ broadcasting without touching the input."""
 
 from collections.abc import Callable
 
+import numpy as np
 import torch
 
-from companion.exercises import Exercise, Mistake, passed, require
+from companion.exercises import call_learner, passed, require
 
 # The operations of exercise 1, each applied to x = torch.arange(12.0).reshape(3, 4).
 OPERATIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
@@ -83,13 +84,16 @@ def check_shares_memory(predictions: dict[str, bool]) -> None:
         f"Predict every operation; missing: {missing}. Copy the keys from the exercise cell exactly.",
         f"每个操作都要预测；缺少：{missing}。请照抄练习单元格里的键。",
     )
+    not_bool = [name for name in OPERATIONS if not isinstance(predictions[name], bool | np.bool_)]
     require(
-        all(isinstance(predictions[name], bool) for name in OPERATIONS),
-        "Each prediction is True (shares memory) or False (a copy), not a string or a number.",
-        "每个预测都应是 True（共享内存）或 False（副本），不要写字符串或数字。",
+        not not_bool,
+        f"Each prediction is True (shares memory) or False (a copy), not a string, a number or a tensor; "
+        f"not so for {not_bool[:3]}{' and more' if len(not_bool) > 3 else ''}.",
+        f"每个预测都应是 True（共享内存）或 False（副本），不要写字符串、数字或张量；"
+        f"{not_bool[:3]}{' 等' if len(not_bool) > 3 else ''}不是。",
     )
     truth = true_sharing()
-    wrong = {name for name in OPERATIONS if predictions[name] != truth[name]}
+    wrong = {name for name in OPERATIONS if bool(predictions[name]) != truth[name]}
     for names, (hint, hint_zh) in _HINTS.items():
         wrong_here = sorted(wrong & set(names), key=list(OPERATIONS).index)
         require(not wrong_here, f"Wrong for {wrong_here}. {hint}", f"{wrong_here} 预测错了。{hint_zh}")
@@ -101,10 +105,78 @@ def check_shares_memory(predictions: dict[str, bool]) -> None:
 
 
 def _centring_cases() -> list[torch.Tensor]:
-    """A square input (where a missing keepdim broadcasts silently), a wide one, one row, one column."""
+    """Built fresh for every call. A square input (where a missing keepdim broadcasts silently, with a constant row
+    whose centred values are exact zeros), a wide one (a divisor of x.shape[0] shows), one row, one column, and a
+    seeded non-contiguous one (a transpose: .view on it fails)."""
+    g = torch.Generator().manual_seed(1)
     square = torch.tensor([[1.0, 2.0, 6.0], [0.0, 0.0, 3.0], [4.0, 4.0, 4.0]])
     wide = torch.arange(10.0).reshape(2, 5) ** 2
-    return [square, wide, torch.tensor([[3.0, -1.0, 2.0, 0.0]]), torch.tensor([[5.0], [7.0]])]
+    transposed = (torch.randn(6, 4, generator=g) * 3 + torch.arange(4.0) * 5).t()  # shape (4, 6), rows offset
+    return [square, wide, torch.tensor([[3.0, -1.0, 2.0, 0.0]]), torch.tensor([[5.0], [7.0]]), transposed]
+
+
+def _row_centred(x: torch.Tensor) -> torch.Tensor:
+    """What the exercise asks for, computed in float64 from the row sums and given back in x's dtype."""
+    wide = x.to(torch.float64)
+    return (wide - wide.sum(dim=-1, keepdim=True) / wide.shape[-1]).to(x.dtype)
+
+
+def _describe(x: torch.Tensor) -> str:
+    """The input as a hint shows it: its values when short, else its shape."""
+    return f"x = {x.tolist()}" if x.numel() <= 12 else f"the seeded x of shape {tuple(x.shape)}"
+
+
+def _describe_zh(x: torch.Tensor) -> str:
+    return f"x = {x.tolist()}" if x.numel() <= 12 else f"形状为 {tuple(x.shape)} 的随机输入 x"
+
+
+def _close(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Equal within the tolerances of a's dtype (torch.testing.assert_close's defaults), shape and dtype included."""
+    try:
+        torch.testing.assert_close(a, b)
+    except AssertionError:
+        return False
+    return True
+
+
+def _broadcast_or_none(compute: Callable[[], torch.Tensor]) -> torch.Tensor | None:
+    try:
+        return compute()
+    except RuntimeError:  # the slip cannot even run on this shape
+        return None
+
+
+# The slips a wrong result is compared with, each with its hint: (what it computes, English, Chinese).
+_SLIPS: list[tuple[Callable[[torch.Tensor], torch.Tensor | None], str, str]] = [
+    (
+        lambda x: _broadcast_or_none(lambda: x - x.mean(1)),
+        "On a square x, subtracting x.mean(dim=1) runs but takes row i's mean from column i: a mean of shape (n,) "
+        "lines up with x's last dimension. Keep the dimension you averaged over, so the means form a column.",
+        "当 x 是方阵时，减去 x.mean(dim=1) 不会报错，但它把第 i 行的均值减在了第 i 列上：形状为 (n,) 的均值对齐的是 "
+        "x 的最后一个维度。请保留求平均的那个维度，让均值排成一列。",
+    ),
+    (
+        lambda x: x - x.mean(0, keepdim=True),
+        "You subtracted each column's mean (dim=0). A row runs along dim=1.",
+        "你减去的是每一列的均值（dim=0）。一行上的元素是沿 dim=1 排列的。",
+    ),
+    (
+        lambda x: -_row_centred(x),
+        "Every row has mean 0, but each sign is flipped: you computed mean - x. Subtract the other way round.",
+        "每一行的均值都是 0，但正负号全反了：你算的是 mean - x。请反过来减。",
+    ),
+    (
+        lambda x: x - x.mean(),
+        "You subtracted one number, the mean of the whole tensor: x.mean() without dim averages every element. "
+        "Average each row on its own.",
+        "你减去的是整个张量的均值这一个数：不带 dim 的 x.mean() 会对所有元素求平均。请对每一行分别求平均。",
+    ),
+    (
+        lambda x: x - x.sum(1, keepdim=True) / x.shape[0],
+        "You divided each row's sum by x.shape[0], the number of rows; a row holds x.shape[1] numbers.",
+        "你把每一行的和除以了 x.shape[0]，也就是行数；而一行里有 x.shape[1] 个数。",
+    ),
+]
 
 
 def check_center_rows(center_rows: Callable[[torch.Tensor], torch.Tensor]) -> None:
@@ -115,142 +187,63 @@ def check_center_rows(center_rows: Callable[[torch.Tensor], torch.Tensor]) -> No
         "把函数本身传进去：check_center_rows(center_rows)，不要加 ()。",
     )
     for x in _centring_cases():
-        before = x.clone()
+        shape = tuple(x.shape)
         try:
-            result = center_rows(x)
+            result = call_learner(center_rows, x)  # also: x is not changed in place, no global state touched
         except RuntimeError as error:
             require(
                 "must match the size" not in str(error),
-                f"Broadcasting failed for shape {tuple(x.shape)}: x.mean(dim=1) has shape (n,), which lines up "
-                "with x's last dimension, not with its rows. Keep the dimension: x.mean(dim=1, keepdim=True).",
-                f"形状为 {tuple(x.shape)} 时广播失败：x.mean(dim=1) 的形状是 (n,)，它对齐的是 x 的最后一个维度，"
-                "而不是行。请保留这个维度：x.mean(dim=1, keepdim=True)。",
+                f"Broadcasting failed for shape {shape}: a row mean of shape (n,) lines up with x's last dimension, "
+                "not with its rows. Keep the dimension you averaged over, so the means form a column of shape (n, 1).",
+                f"形状为 {shape} 时广播失败：形状为 (n,) 的行均值对齐的是 x 的最后一个维度，而不是行。"
+                "请保留求平均的那个维度，让均值排成形状为 (n, 1) 的一列。",
             )
             raise
         require(
-            torch.equal(x, before),
-            "x changed: you subtracted in place (x -= ... or x.sub_). Return x - mean, a new tensor, and leave x "
-            "as it was.",
-            "x 被改动了：你用了原地减法（x -= ... 或 x.sub_）。请返回 x - mean 这个新张量，保持 x 不变。",
+            isinstance(result, torch.Tensor),
+            f"center_rows returned a {type(result).__name__}: return a tensor.",
+            f"center_rows 返回的是 {type(result).__name__}：请返回一个张量。",
         )
         require(
-            isinstance(result, torch.Tensor) and result.shape == x.shape,
-            f"For x of shape {tuple(x.shape)} return a tensor of the same shape.",
-            f"x 的形状是 {tuple(x.shape)}，返回的张量形状也应相同。",
-        )
-        square = x.shape[0] == x.shape[1]
-        require(
-            not (square and torch.allclose(result, x - x.mean(dim=1))),
-            "On a square x, x - x.mean(dim=1) runs but subtracts row i's mean from column i. Keep the dimension: "
-            "x.mean(dim=1, keepdim=True) has shape (n, 1) and is stretched along each row.",
-            "当 x 是方阵时，x - x.mean(dim=1) 不会报错，但它把第 i 行的均值减在了第 i 列上。请保留维度："
-            "x.mean(dim=1, keepdim=True) 的形状是 (n, 1)，会沿每一行展开。",
+            result.shape == x.shape,
+            f"For x of shape {shape} return a tensor of the same shape; yours has shape {tuple(result.shape)}.",
+            f"x 的形状是 {shape}，返回的张量形状也应相同；你的是 {tuple(result.shape)}。",
         )
         require(
-            not torch.allclose(result, x - x.mean(dim=0, keepdim=True)) or x.shape[0] == 1,
-            "You subtracted each column's mean (dim=0). A row runs along dim=1.",
-            "你减去的是每一列的均值（dim=0）。一行上的元素是沿 dim=1 排列的。",
-        )
-        expected = x - x.mean(dim=1, keepdim=True)
-        require(
-            not torch.allclose(result, -expected) or torch.allclose(expected, torch.zeros_like(x)),
-            "Every row has mean 0, but each sign is flipped: you computed mean - x. Subtract the other way round, "
-            "x - mean.",
-            "每一行的均值都是 0，但正负号全反了：你算的是 mean - x。请反过来减：x - mean。",
+            result.dtype == x.dtype,
+            f"For x of dtype {x.dtype} your result has dtype {result.dtype}: give the result back in x's own dtype, "
+            "whatever dtype you compute in.",
+            f"x 的数据类型是 {x.dtype}，你的结果却是 {result.dtype}："
+            "无论用什么类型计算，结果都要回到 x 自己的数据类型。",
         )
         require(
-            not torch.allclose(result, x - x.mean()) or x.shape[0] == 1,
-            "You subtracted one number, the mean of the whole tensor: x.mean() without dim averages every element. "
-            "Average each row on its own with dim=1.",
-            "你减去的是整个张量的均值这一个数：不带 dim 的 x.mean() 会对所有元素求平均。"
-            "请用 dim=1 对每一行分别求平均。",
+            result.device == x.device,
+            f"x is on {x.device} but your result is on {result.device}: leave the result where x is.",
+            f"x 在 {x.device} 上，你的结果却在 {result.device} 上：结果应留在 x 所在的设备上。",
         )
-        sums = [round(v, 4) for v in result.sum(dim=1).tolist()]
-        rows_centred = torch.allclose(result.sum(dim=1), torch.zeros(x.shape[0]), atol=1e-5)
+        expected = _row_centred(x)
+        if _close(result, expected):
+            continue
+        for slip, hint, hint_zh in _SLIPS:
+            wrong = slip(x)
+            if wrong is not None and _close(result, wrong) and not _close(wrong, expected):
+                require(False, hint, hint_zh)
+        row_means = result.double().mean(dim=1)
+        scale = 1.0 + x.abs().max().item()
+        rows_centred = bool((row_means.abs() <= 1e-5 * scale).all())
+        means = ", ".join(f"{v:.7g}" for v in row_means.tolist())
         require(
-            torch.allclose(result, expected),
-            f"For x = {x.tolist()} each row of the result should sum to 0; yours sum to {sums}."
+            False,
+            f"For {_describe(x)} each row of the result should have mean 0; yours have means [{means}]."
             if not rows_centred
-            else f"For x = {x.tolist()} your rows do have mean 0, but the values differ from x - row mean: "
+            else f"For {_describe(x)} your rows do have mean 0, but the values differ from x minus its row mean: "
             "subtract the row's mean and change nothing else (no scaling, no division).",
-            f"对 x = {x.tolist()}，结果每一行的和都应为 0；你的结果各行之和为 {sums}。"
+            f"对 {_describe_zh(x)}，结果每一行的均值都应为 0；你的结果各行均值为 [{means}]。"
             if not rows_centred
-            else f"对 x = {x.tolist()}，你的结果每一行的均值确实是 0，但数值与“x 减去行均值”不同："
+            else f"对 {_describe_zh(x)}，你的结果每一行的均值确实是 0，但数值与“x 减去行均值”不同："
             "只减去该行的均值，别的什么都不要改（不要缩放，也不要相除）。",
         )
     passed(
         "every row now has mean 0, on square, wide, one-row and one-column inputs, and x is untouched",
         "在方阵、宽矩阵、单行和单列输入上，每一行的均值都变成了 0，而且 x 没有被改动。",
     )
-
-
-def _reference_center_rows(x: torch.Tensor) -> torch.Tensor:
-    return x - x.mean(dim=1, keepdim=True)  # (n, m) - (n, 1)
-
-
-def _no_keepdim(x: torch.Tensor) -> torch.Tensor:
-    return x - x.mean(dim=1)  # (n, m) - (n,): lines up with the columns
-
-
-def _in_place(x: torch.Tensor) -> torch.Tensor:
-    x -= x.mean(dim=1, keepdim=True)
-    return x
-
-
-def _column_means(x: torch.Tensor) -> torch.Tensor:
-    return x - x.mean(dim=0, keepdim=True)
-
-
-def _reversed(x: torch.Tensor) -> torch.Tensor:
-    return x.mean(dim=1, keepdim=True) - x
-
-
-def _global_mean(x: torch.Tensor) -> torch.Tensor:
-    return x - x.mean()
-
-
-def _standardised(x: torch.Tensor) -> torch.Tensor:
-    return (x - x.mean(dim=1, keepdim=True)) / x.std(dim=1, keepdim=True, correction=0).clamp_min(1e-6)
-
-
-def _flipped(answers: dict[str, bool], *names: str) -> dict[str, bool]:
-    return {name: (not value if name in names else value) for name, value in answers.items()}
-
-
-_TRUTH = true_sharing()
-
-EXERCISES = [
-    Exercise(
-        check=check_shares_memory,
-        reference=dict(_TRUTH),
-        mistakes=(
-            Mistake("every result is a copy", dict.fromkeys(OPERATIONS, False), "never copies"),
-            Mistake("every result is a view", dict.fromkeys(OPERATIONS, True), "always gives a copy"),
-            Mistake("reshape always gives a view", _flipped(_TRUTH, "x.t().reshape(12)"), "reshape returns a view"),
-            Mistake("contiguous() always copies", _flipped(_TRUTH, "x.contiguous()"), "returns the tensor itself"),
-            Mistake("a transpose copies", _flipped(_TRUTH, "x.t()"), "a transpose is a view"),
-        ),
-        why="A result can share x's storage only if its elements sit at an offset plus fixed strides in it: basic "
-        "slicing, transposes and reshapes of contiguous tensors qualify; list/mask indexing and arithmetic do not.",
-        why_zh="只有当结果的元素能用“起始位置 + 固定步幅”在 x 的存储里找到时，它才能与 x 共享内存：基本切片、转置、"
-        "对连续张量的 reshape 都满足；列表或掩码索引以及算术运算则不满足。",
-        discuss="Why does PyTorch copy for x[[0, 2]] even though rows 0 and 2 are evenly spaced?",
-        discuss_zh="第 0 行和第 2 行明明是等距的，为什么 x[[0, 2]] 仍然会复制？",
-    ),
-    Exercise(
-        check=check_center_rows,
-        reference=_reference_center_rows,
-        mistakes=(
-            Mistake("mean without keepdim", _no_keepdim, "Keep the dimension"),
-            Mistake("subtracts in place", _in_place, "x changed"),
-            Mistake("column means", _column_means, "each column's mean"),
-            Mistake("mean - x: every sign flipped", _reversed, "each sign is flipped"),
-            Mistake("one mean for the whole tensor", _global_mean, "x.mean() without dim"),
-            Mistake("also divides by the row's spread", _standardised, "change nothing else"),
-        ),
-        why="keepdim=True leaves the mean with shape (n, 1), so broadcasting stretches it along each row.",
-        why_zh="keepdim=True 让均值的形状保持为 (n, 1)，于是广播会把它沿每一行展开。",
-        discuss="Which inputs would let the keepdim mistake pass unnoticed, and why is a square test case needed?",
-        discuss_zh="哪些输入会让漏掉 keepdim 的错误蒙混过关？为什么测试里需要一个方阵？",
-    ),
-]
