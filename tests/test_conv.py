@@ -12,7 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from torch import nn
 
-from companion.checks.conv import EXERCISES, POOL_CASES, check_depthwise_conv, check_pool_output_length
+from companion.checks.answers.conv import EXERCISES
+from companion.checks.conv import POOL_CASES, check_depthwise_conv, check_pool_output_length
 from companion.conv import (
     _sampled_positions,
     conv2d_output_size,
@@ -334,6 +335,8 @@ def test_pool_cases_include_rounding_up_and_a_dropped_last_window():
         (n, k, s, p) for n, k, s, p, c in POOL_CASES if c and -(-(n + 2 * p - k) // s) + 1 > ceil[(n, k, s, p, c)]
     ]
     assert dropped, "no case where ceil_mode drops a window that would start in the right padding"
+    exact = [(n, k, s, p) for n, k, s, p, c in POOL_CASES if c and (n + 2 * p - k) % s == 0 and p + s < k]
+    assert exact, "no case where the stride divides L + 2p - k and (steps + s) // s would add a window"
 
 
 @pytest.mark.parametrize(
@@ -341,10 +344,14 @@ def test_pool_cases_include_rounding_up_and_a_dropped_last_window():
     [
         (check_pool_output_length, 14, "Pass the function itself"),
         (check_pool_output_length, lambda n, k, s, p, c: torch.tensor(n // s), "return an int"),
-        (check_pool_output_length, lambda n, k, s, p, c: n // k, "floor((L + 2p - k) / s) + 1"),
+        (check_pool_output_length, lambda n, k, s, p, c: n // k, "count the windows that fit"),
         (check_depthwise_conv, F.conv2d(torch.ones(1, 1, 3, 3), torch.ones(1, 1, 1, 1)), "Pass the function itself"),
         (check_depthwise_conv, lambda x, w: F.conv2d(x, w, padding="same", groups=x.shape[1]).tolist(), "a tensor"),
-        (check_depthwise_conv, lambda x, w: F.conv2d(x, w.flip(0), padding="same", groups=x.shape[1]), "own input"),
+        (
+            check_depthwise_conv,
+            lambda x, w: F.conv2d(x, w.flip(0), padding="same", groups=x.shape[1]),
+            "which input channel",
+        ),
     ],
 )
 def test_checkers_reject_other_wrong_answers_with_a_hint(check, wrong, hint):
@@ -361,3 +368,15 @@ def test_check_depthwise_conv_accepts_padding_same_and_lets_unrelated_errors_thr
 
     with pytest.raises(RuntimeError, match="something else"):
         check_depthwise_conv(broken)
+
+
+def _loop_over_kernels(x, weight):
+    m = weight.shape[0] // x.shape[1]
+    return torch.cat([F.conv2d(x[:, o // m, None], weight[o, None], padding="same") for o in range(len(weight))], 1)
+
+
+def test_check_depthwise_conv_counts_conv2d_calls_and_puts_f_conv2d_back():
+    original = F.conv2d
+    with pytest.raises(WrongAnswer, match="asks for one call"):
+        check_depthwise_conv(_loop_over_kernels)
+    assert F.conv2d is original and torch.conv2d is original

@@ -12,7 +12,8 @@ import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from companion.checks.losses import EXERCISES, check_bce_with_logits, check_pixel_cross_entropy
+from companion.checks.answers.losses import EXERCISES
+from companion.checks.losses import _pixel_cases, check_bce_with_logits, check_pixel_cross_entropy
 from companion.exercises import WrongAnswer
 from companion.losses import (
     cross_entropy_reference,
@@ -264,12 +265,18 @@ def test_a_checker_called_with_a_result_says_to_pass_the_function(check):
         check(torch.tensor(0.5))
 
 
+def _bce(x, t, w):
+    return -(w * t * F.logsigmoid(x) + (1 - t) * F.logsigmoid(-x))
+
+
 @pytest.mark.parametrize(
     ("wrong", "hint"),
     [
-        (lambda x, t, w: F.binary_cross_entropy_with_logits(x, t, pos_weight=w).item(), "should return a tensor"),
-        (lambda x, t, w: F.binary_cross_entropy_with_logits(x, t, pos_weight=w, reduction="none"), "one number"),
-        (lambda x, t, w: -F.binary_cross_entropy_with_logits(x, t, pos_weight=w), "wrong sign"),
+        (lambda x, t, w: _bce(x, t, w).mean().item(), "should return a tensor"),
+        (lambda x, t, w: _bce(x, t, w), "one number"),
+        (lambda x, t, w: -_bce(x, t, w).mean(), "sign is wrong"),
+        (lambda x, t, w: _bce(x, t, w).mean().double(), "compute in the logits' dtype"),
+        (lambda x, t, w: _bce(x.float(), t.float(), w.float()).mean(), "compute in the logits' dtype"),
     ],
 )
 def test_bce_checker_names_other_slips(wrong, hint):
@@ -279,11 +286,31 @@ def test_bce_checker_names_other_slips(wrong, hint):
 
 def test_pixel_checker_names_a_changed_target_and_missing_weights():
     def mutating(logits, target, weight, ignore_index):
-        result = F.cross_entropy(logits, target, weight=weight, ignore_index=ignore_index)
-        target[target == ignore_index] = 0
-        return result
+        kept = target != ignore_index
+        target[~kept] = 0  # writes into the caller's target
+        log_p = F.log_softmax(logits, dim=1).gather(1, target.unsqueeze(1)).squeeze(1)
+        return -(weight[target] * kept * log_p).sum() / (weight[target] * kept).sum()
 
-    with pytest.raises(WrongAnswer, match="changed target"):
+    with pytest.raises(WrongAnswer, match="changed its argument number 2"):
         check_pixel_cross_entropy(mutating)
-    with pytest.raises(WrongAnswer, match="leaves out the class weights"):
-        check_pixel_cross_entropy(lambda x, t, w, i: F.cross_entropy(x, t, ignore_index=i))
+
+
+def test_the_forbidden_loss_functions_are_back_after_a_check():
+    originals = F.cross_entropy, F.nll_loss, F.binary_cross_entropy_with_logits, torch._C._nn.nll_loss_nd
+    for check, answer in [
+        (check_pixel_cross_entropy, lambda x, t, w, i: F.cross_entropy(x, t, weight=w, ignore_index=i)),
+        (check_bce_with_logits, lambda x, t, w: F.binary_cross_entropy_with_logits(x, t, pos_weight=w)),
+    ]:
+        with pytest.raises(WrongAnswer, match="calls"):
+            check(answer)
+    assert (F.cross_entropy, F.nll_loss, F.binary_cross_entropy_with_logits, torch._C._nn.nll_loss_nd) == originals
+    assert F.cross_entropy(torch.zeros(1, 2), torch.tensor([0])).item() > 0
+
+
+def test_pixel_cases_ignore_a_class_that_is_present_and_keep_the_others():
+    cases = _pixel_cases()
+    class_ignored = [t for _, t, _, i in cases if 0 <= i < 4]
+    assert class_ignored and all((t == 3).any() and (t != 3).any() for t in class_ignored)
+    assert any(not (t != i).any() for _, t, _, i in cases), "an all-ignored batch"
+    assert any(x.abs().max() >= 200 for x, *_ in cases), "a logit where log(softmax) is -inf"
+    assert cases is not _pixel_cases() and cases[0][0] is not _pixel_cases()[0][0], "fresh tensors every time"
