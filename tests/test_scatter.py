@@ -10,7 +10,8 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from companion.checks.scatter import EXERCISES, check_class_means, check_multi_hot
+from companion.checks.answers.scatter import EXERCISES
+from companion.checks.scatter import check_class_means, check_multi_hot
 from companion.exercises import WrongAnswer
 from companion.plotting import COLUMN_WIDTH, use_course_style
 from companion.scatter import plot_scatter, scatter_reference
@@ -213,7 +214,7 @@ def test_multi_hot_checker_names_a_changed_argument_and_a_non_tensor():
         labels.zero_()
         return result
 
-    with pytest.raises(WrongAnswer, match="changed labels"):
+    with pytest.raises(WrongAnswer, match="changed its argument number 1"):
         check_multi_hot(mutating)
     with pytest.raises(WrongAnswer, match="should return a tensor"):
         check_multi_hot(lambda labels, num_classes: [[0.0] * num_classes] * len(labels))

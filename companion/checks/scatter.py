@@ -1,16 +1,22 @@
-"""Self-checks for lesson 03 (`scatter_`): multi-hot labels, and the mean feature vector of each class."""
+"""Self-checks for lesson 03 (`scatter_`): multi-hot labels, and the mean feature vector of each class. The
+reference answers and the tables of typical mistakes live in companion/checks/answers/scatter.py (the teacher's
+part); these checks build what is expected with other PyTorch operations (`F.one_hot`, `index_add_`, `bincount`)."""
 
 from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
 
-from companion.exercises import Exercise, Mistake, passed, require
+from companion.exercises import call_learner, passed, require
 
 
 def _close(a: torch.Tensor, b: torch.Tensor) -> bool:
-    """Equal up to float32 rounding, nan equal to nan, same shape."""
-    return a.shape == b.shape and torch.allclose(a.double(), b.double(), rtol=1e-5, atol=1e-6, equal_nan=True)
+    """Same shape, and equal within assert_close's default tolerances for `b`'s dtype (nan equal to nan)."""
+    try:
+        torch.testing.assert_close(a, b, check_dtype=False, check_device=False, equal_nan=True)
+    except AssertionError:
+        return False
+    return True
 
 
 def _returned_tensor(got: object, where: str) -> torch.Tensor:
@@ -31,6 +37,7 @@ def _multi_hot_cases() -> list[tuple[torch.Tensor, int]]:
         (torch.tensor([[0, 2], [1, 1], [3, 0]]), 5),  # row 1 names class 1 twice; class 4 never appears
         (torch.tensor([[2]]), 3),
         (torch.randint(0, 6, (8, 3), generator=generator), 6),
+        (torch.tensor([[0, 1, 2], [3, 3, 0]]).T, 4),  # a non-contiguous (3, 2) index, repeats in row 1
         (torch.zeros(0, 2, dtype=torch.long), 4),  # an empty batch
     ]
 
@@ -43,17 +50,10 @@ def check_multi_hot(multi_hot: Callable[[torch.Tensor, int], torch.Tensor]) -> N
         "把函数本身传进去：check_multi_hot(multi_hot)，不要加 ()。",
     )
     for labels, num_classes in _multi_hot_cases():
-        before = labels.clone()
-        want = torch.zeros(len(labels), num_classes)
-        for row, classes in enumerate(labels.tolist()):
-            want[row, classes] = 1.0
+        repeats = F.one_hot(labels, num_classes).sum(dim=1).float()  # (N, C): how often a row names each class
+        want = (repeats > 0).float()
         where = f"multi_hot({labels.tolist()}, {num_classes})"
-        got = _returned_tensor(multi_hot(labels, num_classes), where)
-        require(
-            torch.equal(labels, before),
-            f"{where} changed labels: scatter into a new torch.zeros tensor instead.",
-            f"{where} 改动了 labels：应该往一个新建的 torch.zeros 张量里 scatter。",
-        )
+        got = _returned_tensor(call_learner(multi_hot, labels, num_classes), where)
         require(
             got.shape == want.shape,
             f"{where} has shape {tuple(got.shape)}, expected {tuple(want.shape)}: one row per sample and "
@@ -69,15 +69,27 @@ def check_multi_hot(multi_hot: Callable[[torch.Tensor, int], torch.Tensor]) -> N
             f"{where} 的数据类型是 {got.dtype}；请返回 float32（torch.zeros 的默认类型），损失函数的标签要的就是它。",
         )
         require(
-            not bool((got > 1).any()),
+            got.device == labels.device,
+            f"{where} is on {got.device}, the labels on {labels.device}: create the result on labels.device.",
+            f"{where} 在 {got.device} 上，而 labels 在 {labels.device} 上：请在 labels.device 上创建结果。",
+        )
+        unnamed = want == 0
+        require(
+            torch.equal(got[unnamed], want[unnamed]),
+            f"{where} holds {got[unnamed & (got != 0)][:3].tolist()} where no label points, instead of 0: the "
+            "tensor you scatter into must start as zeros (torch.empty keeps whatever the memory held, "
+            "torch.ones starts at 1).",
+            f"{where} 在没有任何标签指向的位置上是 {got[unnamed & (got != 0)][:3].tolist()}，而不是 0："
+            "你往里 scatter 的张量一开始必须全是 0（torch.empty 保留内存里原有的内容，torch.ones 一开始就是 1）。",
+        )
+        require(
+            torch.equal(got, want) or not (bool((repeats > 1).any()) and torch.equal(got, repeats)),
             f"{where} holds a value above 1 where a row names a class twice: scatter_ writes the value 1 "
             "(a repeat writes it again), while scatter_add_ or a sum of one-hot rows adds the repeats.",
             f"{where} 在某一行重复列出同一个类别的位置上得到了大于 1 的值：scatter_ 是写入 1"
             "（重复的索引只是再写一次），而 scatter_add_ 或把独热行相加会把重复的次数累加起来。",
         )
-        first_only = want.clone()
-        if labels.shape[1] > 1 and len(labels):
-            first_only = torch.zeros(len(labels), num_classes).scatter_(1, labels[:, :1], 1.0)
+        first_only = F.one_hot(labels[:, 0], num_classes).float() if labels.shape[1] > 1 and len(labels) else want
         require(
             torch.equal(got, want) or not torch.equal(got, first_only),
             f"{where} marks only the first label of each row: pass the whole (N, K) labels tensor as the index, "
@@ -97,30 +109,6 @@ def check_multi_hot(multi_hot: Callable[[torch.Tensor, int], torch.Tensor]) -> N
     )
 
 
-def _multi_hot(labels, num_classes):
-    return torch.zeros(len(labels), num_classes).scatter_(1, labels, 1.0)
-
-
-def _multi_hot_adds_repeats(labels, num_classes):
-    return torch.zeros(len(labels), num_classes).scatter_add_(1, labels, torch.ones(labels.shape))
-
-
-def _multi_hot_from_one_hot_sum(labels, num_classes):
-    return F.one_hot(labels, num_classes).sum(dim=1).float()  # (N, K, C) -> (N, C)
-
-
-def _multi_hot_int64(labels, num_classes):
-    return torch.zeros(len(labels), num_classes, dtype=torch.long).scatter_(1, labels, 1)
-
-
-def _multi_hot_first_label(labels, num_classes):
-    return torch.zeros(len(labels), num_classes).scatter_(1, labels[:, :1], 1.0)
-
-
-def _multi_hot_width_from_labels(labels, num_classes):
-    return torch.zeros(len(labels), int(labels.max()) + 1).scatter_(1, labels, 1.0)
-
-
 # Exercise 2 ---------------------------------------------------------------------------------------------------------
 
 
@@ -134,49 +122,75 @@ def _class_means_cases() -> list[tuple[torch.Tensor, torch.Tensor, int]]:
         ),
         (torch.randn(20, 3, generator=generator), torch.randint(0, 5, (20,), generator=generator), 6),
         (torch.tensor([[7.0, -1.0, 0.5]]), torch.tensor([1]), 2),
+        (torch.randn(4, 9, generator=generator).T, torch.tensor([2, 0, 2, 2, 0, 1, 2, 0, 0]), 4),  # non-contiguous
+        (torch.randn(7, 2, generator=generator, dtype=torch.float64), torch.tensor([1, 1, 0, 3, 1, 0, 1]), 5),
     ]
 
 
 def check_class_means(class_means: Callable[[torch.Tensor, torch.Tensor, int], torch.Tensor]) -> None:
     """`class_means(features, labels, num_classes)`: (N, D), (N,) -> (num_classes, D), each row the mean feature
-    vector of the samples of that class, zeros for a class without samples."""
+    vector of the samples of that class, zeros for a class without samples; in the features' dtype."""
     require(
         callable(class_means),
         "Pass the function itself: check_class_means(class_means), without ().",
         "把函数本身传进去：check_class_means(class_means)，不要加 ()。",
     )
     for features, labels, num_classes in _class_means_cases():
-        before = (features.clone(), labels.clone())
         n, d = features.shape
-        counts = torch.bincount(labels, minlength=num_classes).to(features.dtype)  # (C,)
-        index = labels.unsqueeze(1).expand(n, d)  # (N,) -> (N, D)
-        sums = torch.zeros(num_classes, d).index_add_(0, labels, features)  # (C, D)
-        want = sums / counts.clamp(min=1).unsqueeze(1)  # (C, D) / (C, 1)
-        where = f"class_means(<features {tuple(features.shape)}>, {labels.tolist()}, {num_classes})"
-        got = _returned_tensor(class_means(features, labels, num_classes), where)
-        require(
-            torch.equal(features, before[0]) and torch.equal(labels, before[1]),
-            f"{where} changed its arguments: scatter into new torch.zeros tensors instead.",
-            f"{where} 改动了传入的参数：应该往新建的 torch.zeros 张量里 scatter。",
-        )
+        counts = torch.bincount(labels, minlength=num_classes).double()  # (C,)
+        sums = torch.zeros(num_classes, d, dtype=torch.float64).index_add_(0, labels, features.double())  # (C, D)
+        want = (sums / counts.clamp(min=1)[:, None]).to(features.dtype)  # (C, D) / (C, 1)
+        sums = sums.to(features.dtype)
+        where = f"class_means(<{features.dtype} features {tuple(features.shape)}>, {labels.tolist()}, {num_classes})"
+        try:
+            got = call_learner(class_means, features, labels, num_classes)
+        except RuntimeError as error:
+            require(
+                features.dtype == torch.float32 or "dtype" not in str(error),
+                f"{where} fails: {error}. Your tensors are float32 whatever the features are: create them with "
+                "the features' dtype and device (features.new_zeros(...), features.new_ones(...)).",
+                f"{where} 出错：{error}。不管特征是什么类型，你建的张量都是 float32：请用特征的数据类型和设备"
+                "来创建它们（features.new_zeros(...)、features.new_ones(...)）。",
+            )
+            raise
+        got = _returned_tensor(got, where)
         require(
             got.shape == (num_classes, d),
             f"{where} has shape {tuple(got.shape)}, expected ({num_classes}, {d}): one row per class, one column "
             "per feature.",
             f"{where} 的形状是 {tuple(got.shape)}，应为 ({num_classes}, {d})：每个类别一行，每个特征一列。",
         )
+        require(
+            got.dtype == features.dtype and got.device == features.device,
+            f"{where} is {got.dtype} on {got.device}; return the features' dtype and device ({features.dtype}, "
+            f"{features.device}): features.new_zeros(...) creates a tensor like that.",
+            f"{where} 是 {got.device} 上的 {got.dtype}；请返回与特征相同的数据类型和设备（{features.dtype}，"
+            f"{features.device}）：features.new_zeros(...) 就能创建这样的张量。",
+        )
+        if _close(got, want):
+            continue
         seen = counts > 0
         require(
-            not _close(got[seen], sums[seen]) or _close(sums[seen], want[seen]),
-            f"{where} gives the sums of each class: divide each class's sum by its count of samples.",
-            f"{where} 得到的是每个类别的总和：还要除以该类别的样本数。",
+            not _close(got[seen], sums[seen]),
+            f"{where} gives the sums of each class: divide each class's sum by its count of samples. If you did "
+            "divide, your counts are 1 for every class present: scatter_ writes 1 again for a repeated label, "
+            "scatter_add_ adds them up.",
+            f"{where} 得到的是每个类别的总和：还要除以该类别的样本数。如果你已经除过了，说明你的样本数对每个出现的"
+            "类别都是 1：scatter_ 对重复的标签只是再写一次 1，scatter_add_ 才会把它们加起来。",
         )
         require(
-            not _close(got[seen], sums[seen] / n) or _close(sums[seen] / n, want[seen]),
+            not _close(got[seen], sums[seen] / n),
             f"{where} divides by the batch size {n}: divide by the number of samples of each class instead.",
             f"{where} 除以的是批大小 {n}：应该除以每个类别各自的样本数。",
         )
-        first_column = torch.zeros(num_classes, d)
+        require(
+            not _close(got[seen], sums[seen] / (counts[seen, None] + 1).to(features.dtype)),
+            f"{where}: each mean counts one sample too many, the 0 the result started with. "
+            "scatter_reduce_(..., 'mean') counts self's own values too unless include_self=False.",
+            f"{where}：每个均值都多算了一个样本，也就是结果一开始的那个 0。"
+            "scatter_reduce_(..., 'mean') 会把 self 原有的值也算进去，除非指定 include_self=False。",
+        )
+        first_column = torch.zeros_like(want)
         first_column[:, :1] = want[:, :1]
         require(
             not _close(got, first_column) or d == 1,
@@ -185,10 +199,10 @@ def check_class_means(class_means: Callable[[torch.Tensor, torch.Tensor, int], t
             f"{where} 只填了第 0 列：形状为 (N, 1) 的索引每行只送出一个元素；要把它扩展成特征的形状，"
             "即 labels.unsqueeze(1).expand(-1, D)。",
         )
-        overwritten = torch.zeros(num_classes, d).scatter_(0, index, features)  # one sample per class survives
+        # scatter_ with repeated targets: one sample per class survives, the others are overwritten
+        last = torch.zeros_like(want).scatter_(0, labels[:, None].expand(n, d), features)
         require(
-            not (_close(got, overwritten / counts.clamp(min=1).unsqueeze(1)) or _close(got, overwritten))
-            or _close(overwritten, sums),
+            not (_close(got, last / counts.clamp(min=1)[:, None].to(features.dtype)) or _close(got, last)),
             f"{where} keeps one sample per class: scatter_ overwrites the repeats, scatter_add_ adds them up.",
             f"{where} 每个类别只留下了一个样本：scatter_ 会覆盖重复的位置，scatter_add_ 才会把它们加起来。",
         )
@@ -199,85 +213,13 @@ def check_class_means(class_means: Callable[[torch.Tensor, torch.Tensor, int], t
             f"{where} 在没有样本的类别上得到了 nan（0 / 0）：把样本数下限截断为 1，这样的类别就得到 0 / 1 = 0。",
         )
         require(
-            _close(got, want),
-            f"{where} gives {got.tolist()}, expected {want.tolist()}: scatter_add_ the features into a "
-            "(num_classes, D) zeros tensor along dim=0, count the samples the same way, and divide.",
-            f"{where} 得到 {got.tolist()}，应为 {want.tolist()}：沿 dim=0 用 scatter_add_ 把特征加进形状为 "
-            "(num_classes, D) 的零张量，用同样的办法统计样本数，再相除。",
+            False,
+            f"{where} gives {got.tolist()}, expected {want.tolist()}: add the features of each class into a "
+            "(num_classes, D) tensor of zeros along dim=0, count the samples of each class the same way, and divide.",
+            f"{where} 得到 {got.tolist()}，应为 {want.tolist()}：沿 dim=0 把每个类别的特征加进形状为 "
+            "(num_classes, D) 的零张量，用同样的办法统计每个类别的样本数，再相除。",
         )
     passed(
         "class_means averages every class, classes without samples included",
         "class_means 对每个类别都求对了平均，没有样本的类别也正确。",
     )
-
-
-def _class_means(features, labels, num_classes):
-    index = labels.unsqueeze(1).expand_as(features)  # (N,) -> (N, D)
-    sums = torch.zeros(num_classes, features.shape[1]).scatter_add_(0, index, features)  # (C, D)
-    counts = torch.zeros(num_classes).scatter_add_(0, labels, torch.ones(len(labels)))  # (C,)
-    return sums / counts.clamp(min=1).unsqueeze(1)  # (C, D) / (C, 1)
-
-
-def _class_sums(features, labels, num_classes):
-    index = labels.unsqueeze(1).expand_as(features)
-    return torch.zeros(num_classes, features.shape[1]).scatter_add_(0, index, features)
-
-
-def _class_means_over_batch(features, labels, num_classes):
-    return _class_sums(features, labels, num_classes) / len(labels)
-
-
-def _class_means_unguarded(features, labels, num_classes):
-    counts = torch.zeros(num_classes).scatter_add_(0, labels, torch.ones(len(labels)))
-    return _class_sums(features, labels, num_classes) / counts.unsqueeze(1)
-
-
-def _class_means_unexpanded_index(features, labels, num_classes):
-    sums = torch.zeros(num_classes, features.shape[1]).scatter_add_(0, labels.unsqueeze(1), features)
-    counts = torch.zeros(num_classes).scatter_add_(0, labels, torch.ones(len(labels)))
-    return sums / counts.clamp(min=1).unsqueeze(1)
-
-
-def _class_means_overwriting(features, labels, num_classes):
-    index = labels.unsqueeze(1).expand_as(features)
-    sums = torch.zeros(num_classes, features.shape[1]).scatter_(0, index, features)
-    counts = torch.zeros(num_classes).scatter_add_(0, labels, torch.ones(len(labels)))
-    return sums / counts.clamp(min=1).unsqueeze(1)
-
-
-EXERCISES = [
-    Exercise(
-        check=check_multi_hot,
-        reference=_multi_hot,
-        mistakes=(
-            Mistake("scatter_add_ adds a repeated label twice", _multi_hot_adds_repeats, "a row names a class twice"),
-            Mistake("sums one-hot rows", _multi_hot_from_one_hot_sum, "a sum of one-hot rows adds the repeats"),
-            Mistake("returns int64", _multi_hot_int64, "return float32"),
-            Mistake("uses only the first label", _multi_hot_first_label, "only the first label of each row"),
-            Mistake("width from the largest label", _multi_hot_width_from_labels, "even when the last classes"),
-        ),
-        why="scatter_ writes the same value 1.0 wherever a row's labels point; a repeated label writes it again, "
-        "so which write wins does not matter here.",
-        why_zh="scatter_ 在每一行的标签所指的位置都写入同一个值 1.0；重复的标签只是再写一次，"
-        "所以哪次写入留下来都无所谓。",
-        discuss="Why is scatter_ safe with duplicate indices here, when the lesson warns against it?",
-        discuss_zh="本课提醒过索引重复时不要用 scatter_，为什么在这里用它却没问题？",
-    ),
-    Exercise(
-        check=check_class_means,
-        reference=_class_means,
-        mistakes=(
-            Mistake("returns the sums", _class_sums, "divide each class's sum by its count"),
-            Mistake("divides by the batch size", _class_means_over_batch, "divides by the batch size"),
-            Mistake("0 / 0 for an empty class", _class_means_unguarded, "clamp the counts"),
-            Mistake("index of shape (N, 1)", _class_means_unexpanded_index, "fills only column 0"),
-            Mistake("scatter_ instead of scatter_add_", _class_means_overwriting, "scatter_ overwrites the repeats"),
-        ),
-        why="Along dim=0 each element of the expanded index sends one feature value to its class's row; "
-        "scatter_add_ adds the values that meet there, and the counts come from the same call on ones.",
-        why_zh="沿 dim=0 时，扩展后的索引中每个元素把一个特征值送到它所属类别的那一行；"
-        "scatter_add_ 把落到同一处的值相加，样本数则由同样的调用作用在全 1 张量上得到。",
-        discuss="How would you update these class means one batch at a time, over a whole dataset?",
-        discuss_zh="如果数据集要分很多批送进来，怎样一批一批地更新这些类别均值？",
-    ),
-]
