@@ -1,0 +1,221 @@
+"""Mutation testing of the exercise self-checks: does each checker reject small wrong rewrites of its answer?
+
+Each reference answer (a function in companion/checks/answers/) is rewritten in one small way at a time: an
+operator swapped, a comparison loosened, an integer constant moved by one (a `dim`, an index, a size), a reduction
+replaced (sum/mean, max/min), a call such as `clone()` unwrapped or a statement such as `zero_grad()` dropped. A
+mutant counts only if it behaves differently from the reference on the inputs the checker itself hands over and on
+random inputs of the same shapes and dtypes; the checker should reject every such mutant. Survivors are listed.
+
+    python tools/mutants.py                 # every checker, at most 60 mutants each
+    python tools/mutants.py --only check_multi_hot --limit 20
+"""
+
+import argparse
+import ast
+import contextlib
+import copy
+import inspect
+import io
+import sys
+import textwrap
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from companion.exercises import WrongAnswer  # noqa: E402
+
+SWAPS = {ast.Add: ast.Sub, ast.Sub: ast.Add, ast.Mult: ast.Div, ast.Div: ast.Mult, ast.Pow: ast.Mult}
+COMPARE_SWAPS = {ast.Lt: ast.LtE, ast.LtE: ast.Lt, ast.Gt: ast.GtE, ast.GtE: ast.Gt, ast.Eq: ast.NotEq}
+REDUCTIONS = {"sum": "mean", "mean": "sum", "max": "min", "min": "max", "amax": "amin", "amin": "amax"}
+UNWRAPPED = {"clone", "detach", "contiguous", "float", "double"}  # x.clone() -> x
+DROPPED = {"zero_grad", "eval", "train", "backward", "step", "zero_", "manual_seed"}  # the statement goes
+
+
+def mutation_sites(tree: ast.AST) -> list[tuple[ast.AST, str]]:
+    """Every place one mutation can go, with what it does there (in walk order, so indices are stable)."""
+    sites = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.BinOp) and type(node.op) in SWAPS:
+            sites.append((node, f"{type(node.op).__name__} -> {SWAPS[type(node.op)].__name__}"))
+        elif isinstance(node, ast.Compare) and type(node.ops[0]) in COMPARE_SWAPS:
+            sites.append((node, f"{type(node.ops[0]).__name__} -> {COMPARE_SWAPS[type(node.ops[0])].__name__}"))
+        elif isinstance(node, ast.Constant) and type(node.value) is int:
+            sites += [(node, f"{node.value} -> {node.value + 1}"), (node, f"{node.value} -> {node.value - 1}")]
+        elif isinstance(node, ast.Attribute) and node.attr in REDUCTIONS:
+            sites.append((node, f".{node.attr} -> .{REDUCTIONS[node.attr]}"))
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in UNWRAPPED:
+            sites.append((node, f"drop .{node.func.attr}()"))
+        elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
+            name = getattr(node.value.func, "attr", getattr(node.value.func, "id", ""))
+            if name in DROPPED:
+                sites.append((node, f"drop the {name}() statement"))
+    return sites
+
+
+class Mutate(ast.NodeTransformer):
+    """Apply the mutation `what` at the `index`-th site of a fresh parse."""
+
+    def __init__(self, target: ast.AST, what: str):
+        self.target, self.what = target, what
+
+    def generic_visit(self, node: ast.AST) -> ast.AST | None:
+        if node is not self.target:
+            return super().generic_visit(node)
+        if isinstance(node, ast.BinOp):
+            node.op = SWAPS[type(node.op)]()
+        elif isinstance(node, ast.Compare):
+            node.ops = [COMPARE_SWAPS[type(node.ops[0])](), *node.ops[1:]]
+        elif isinstance(node, ast.Constant):
+            node.value = int(self.what.split(" -> ")[1])
+        elif isinstance(node, ast.Attribute):
+            node.attr = REDUCTIONS[node.attr]
+        elif isinstance(node, ast.Call):
+            return node.func.value
+        elif isinstance(node, ast.Expr):
+            return ast.Pass()
+        return node
+
+
+def mutants(fn: Callable) -> Iterator[tuple[str, Callable]]:
+    """(what changed, mutant function) for every mutation site of `fn`'s source."""
+    source = textwrap.dedent(inspect.getsource(fn))
+    count = len(mutation_sites(ast.parse(source)))
+    for index in range(count):
+        tree = ast.parse(source)
+        target, what = mutation_sites(tree)[index]
+        tree = ast.fix_missing_locations(Mutate(target, what).visit(tree))
+        namespace = dict(fn.__globals__)
+        try:
+            exec(compile(tree, f"<mutant of {fn.__name__}>", "exec"), namespace)  # noqa: S102
+        except Exception:  # noqa: BLE001 - a mutant that does not even compile is not a test of the checker
+            continue
+        yield f"line {getattr(target, 'lineno', '?')}: {what}", namespace[fn.__name__]
+
+
+def recorded_calls(check: Callable, reference: Callable) -> list[tuple]:
+    """The argument tuples the checker hands to the reference answer (copies, taken before the call)."""
+    calls = []
+
+    def recording(*args):
+        calls.append(copy.deepcopy(args))
+        return reference(*args)
+
+    with contextlib.redirect_stdout(io.StringIO()):
+        check(recording)
+    return calls
+
+
+def randomised(args: tuple, generator: torch.Generator) -> tuple:
+    """The same arguments with every floating tensor redrawn (same shape and dtype); integers are kept."""
+
+    def redraw(value):
+        if isinstance(value, torch.Tensor) and value.is_floating_point():
+            fresh = torch.randn(value.shape, generator=generator, dtype=torch.float64).to(value.dtype)
+            return fresh.requires_grad_(value.requires_grad) if value.is_leaf else fresh
+        return copy.deepcopy(value)
+
+    return tuple(redraw(a) for a in args)
+
+
+def outcome(fn: Callable, args: tuple) -> object:
+    """What `fn` returns on a copy of `args` (with autograd results detached), or the exception type it raises."""
+    try:
+        with contextlib.redirect_stdout(io.StringIO()), torch.random.fork_rng():
+            torch.manual_seed(0)
+            result = fn(*copy.deepcopy(args))
+    except Exception as error:  # noqa: BLE001 - a mutant may fail in any way
+        return type(error)
+    return result
+
+
+def same(a: object, b: object) -> bool:
+    """Equal results: tensors close (nan equal to nan), containers element by element, the rest by ==."""
+    if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
+        if a.shape != b.shape or a.dtype != b.dtype:
+            return False
+        if a.is_floating_point():
+            return bool(torch.allclose(a.detach(), b.detach(), rtol=1e-5, atol=1e-6, equal_nan=True))
+        return torch.equal(a, b)
+    if isinstance(a, list | tuple) and isinstance(b, list | tuple):
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
+    if isinstance(a, float) and isinstance(b, float):
+        return abs(a - b) <= 1e-6 * max(1.0, abs(b)) or (a != a and b != b)
+    try:
+        return bool(a == b)
+    except Exception:  # noqa: BLE001 - values that cannot compare are different
+        return False
+
+
+@dataclass
+class Report:
+    checker: str
+    kept: int = 0  # mutants that behave differently from the reference
+    rejected: int = 0
+    survivors: list[str] = field(default_factory=list)
+    skipped: str = ""
+
+    @property
+    def score(self) -> float:
+        return self.rejected / self.kept if self.kept else 1.0
+
+
+def judge(exercise, limit: int, random_inputs: int = 3) -> Report:
+    """Run every mutant of one exercise's reference answer through its checker."""
+    report = Report(exercise.check.__name__)
+    reference = exercise.reference
+    if not inspect.isfunction(reference):
+        report.skipped = "the answer is not one function (a protocol of several steps)"
+        return report
+    try:
+        calls = recorded_calls(exercise.check, reference)
+    except Exception as error:  # noqa: BLE001
+        report.skipped = f"the checker could not run the reference through a recorder: {type(error).__name__}"
+        return report
+    generator = torch.Generator().manual_seed(0)
+    inputs = calls + [randomised(args, generator) for args in calls[:random_inputs]]
+    expected = [outcome(reference, args) for args in inputs]
+    for count, (what, mutant) in enumerate(mutants(reference)):
+        if count >= limit:
+            break
+        if all(same(outcome(mutant, args), want) for args, want in zip(inputs, expected, strict=True)):
+            continue  # behaves like the reference: an equivalent mutant, not a test of the checker
+        report.kept += 1
+        try:
+            with contextlib.redirect_stdout(io.StringIO()):
+                exercise.check(mutant)
+        except (WrongAnswer, Exception):  # noqa: BLE001 - any refusal counts as rejected
+            report.rejected += 1
+        else:
+            report.survivors.append(what)
+    return report
+
+
+def all_exercises() -> list:
+    """Every exercise of the course's answers tables."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from handout import check_tables
+
+    return list(check_tables().values())
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--only", help="one checker, by its function name")
+    parser.add_argument("--limit", type=int, default=60, help="mutants per checker")
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    print("| checker | mutants that differ | rejected | score | survivors |")
+    print("| --- | ---: | ---: | ---: | --- |")
+    for exercise in all_exercises():
+        if args.only and exercise.check.__name__ != args.only:
+            continue
+        r = judge(exercise, args.limit)
+        if r.skipped:
+            print(f"| {r.checker} | - | - | - | skipped: {r.skipped} |")
+        else:
+            print(f"| {r.checker} | {r.kept} | {r.rejected} | {r.score:.0%} | {'; '.join(r.survivors) or '-'} |")
