@@ -20,7 +20,8 @@ from companion.batchnorm import (
     plot_running_means,
     running_mean_history,
 )
-from companion.checks.batchnorm import EXERCISES, check_fuse_conv_bn, check_group_norm
+from companion.checks.answers.batchnorm import EXERCISES
+from companion.checks.batchnorm import check_fuse_conv_bn, check_group_norm
 from companion.exercises import WrongAnswer
 from companion.plotting import COLUMN_WIDTH, use_course_style
 
@@ -273,7 +274,8 @@ def test_each_exercise_passes_its_reference_and_rejects_each_typical_mistake(exe
 
 
 def right_group_norm(x, groups, eps):
-    return F.group_norm(x, groups, eps=eps)
+    variance, mean = torch.var_mean(x.reshape(x.shape[0], groups, -1), dim=-1, correction=0, keepdim=True)
+    return ((x.reshape(x.shape[0], groups, -1) - mean) / (variance + eps).sqrt()).reshape(x.shape)
 
 
 def mutating_group_norm(x, groups, eps):
@@ -284,7 +286,7 @@ def mutating_group_norm(x, groups, eps):
 
 def right_fuse(conv, bn):
     scale = bn.weight / torch.sqrt(bn.running_var + bn.eps)
-    bias = conv.bias if conv.bias is not None else torch.zeros(conv.out_channels)
+    bias = conv.bias if conv.bias is not None else torch.zeros_like(bn.running_mean)
     return (conv.weight * scale.view(-1, 1, 1, 1)).detach(), ((bias - bn.running_mean) * scale + bn.bias).detach()
 
 
@@ -294,12 +296,24 @@ def mutating_fuse(conv, bn):
     return weight, bias
 
 
+def fuse_in_train_mode(conv, bn):
+    bn.train()
+    return right_fuse(conv, bn)
+
+
 def test_checkers_pass_other_right_answers(capsys):
     check_group_norm(right_group_norm)
-    check_group_norm(lambda x, g, eps: nn.GroupNorm(g, x.shape[1], eps=eps, affine=False)(x))
     check_fuse_conv_bn(right_fuse)
+    check_fuse_conv_bn(lambda conv, bn: list(right_fuse(conv, bn)))
     out = capsys.readouterr().out
     assert out.count("✓ Correct / 正确") == 3
+
+
+def test_group_norm_check_leaves_pytorchs_group_norm_working_afterwards():
+    with pytest.raises(WrongAnswer, match="switches those off"):
+        check_group_norm(lambda x, g, eps: torch.group_norm(x, g, None, None, eps))
+    x = torch.randn(2, 4, 3, 3)
+    assert torch.equal(F.group_norm(x, 2), nn.GroupNorm(2, 4, affine=False)(x))
 
 
 @pytest.mark.parametrize(
@@ -307,11 +321,16 @@ def test_checkers_pass_other_right_answers(capsys):
     [
         (check_group_norm, right_group_norm(torch.randn(2, 4, 1, 1), 2, 1e-5), "without ()"),
         (check_group_norm, lambda x, g, eps: right_group_norm(x, g, eps).tolist(), "should return a tensor"),
-        (check_group_norm, mutating_group_norm, "changed its input"),
+        (check_group_norm, mutating_group_norm, "changed its argument number 1"),
         (check_group_norm, lambda x, g, eps: right_group_norm(x, g, eps).flatten(1), "reshape back"),
         (check_group_norm, lambda x, g, eps: F.layer_norm(x, x.shape[1:], eps=eps) * 2, "does not match"),
+        (check_group_norm, lambda x, g, eps: F.group_norm(x, g, eps=eps), "switches those off"),
+        (check_group_norm, lambda x, g, eps: torch.group_norm(x, g, None, None, eps), "switches those off"),
+        (check_group_norm, lambda x, g, eps: nn.GroupNorm(g, x.shape[1], eps=eps, affine=False)(x), "switches those"),
+        (check_group_norm, lambda x, g, eps: right_group_norm(x, g, eps).half(), "keeps its input's dtype"),
         (check_fuse_conv_bn, lambda conv, bn: conv.weight, "pair of tensors"),
-        (check_fuse_conv_bn, mutating_fuse, "changed the layers"),
+        (check_fuse_conv_bn, mutating_fuse, "changed its argument number 2"),
+        (check_fuse_conv_bn, fuse_in_train_mode, "a module's mode"),
         (check_fuse_conv_bn, lambda conv, bn: (conv.weight[:, :1], bn.bias), "keeps the conv's shape"),
         (check_fuse_conv_bn, lambda conv, bn: (conv.weight, bn.bias), "does not give bn(conv(x))"),
     ],

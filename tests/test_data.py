@@ -9,7 +9,8 @@ import torch
 from sklearn.datasets import load_digits
 from torch.utils.data import DataLoader
 
-from companion.checks.data import EXERCISES, check_pad_collate
+from companion.checks.answers.data import EXERCISES
+from companion.checks.data import check_pad_collate
 from companion.data import NoisyIndices, digits_datasets, reseed_worker
 from companion.exercises import WrongAnswer
 
@@ -128,3 +129,40 @@ def test_check_pad_collate_passes_the_reference_and_names_each_mistake(capsys):
 def test_check_pad_collate_rejects_a_call_with_parentheses():
     with pytest.raises(WrongAnswer, match=re.escape("without ()")):
         check_pad_collate([])
+
+
+def float32_labels(samples):
+    padded, lengths, labels = EXERCISES[0].reference(samples)
+    return padded, lengths, labels.float()
+
+
+def lengths_from_non_zeros(samples):
+    padded, _, labels = EXERCISES[0].reference(samples)
+    return padded, (padded != 0).sum(1), labels
+
+
+def collate_drawing_from_the_global_generator(samples):
+    torch.rand(1)
+    return EXERCISES[0].reference(samples)
+
+
+@pytest.mark.parametrize(
+    ("wrong", "hint"),
+    [
+        (float32_labels, "F.cross_entropy wants class numbers as int64"),
+        (lengths_from_non_zeros, "may contain the token 0 itself"),
+        (collate_drawing_from_the_global_generator, "global random generator"),
+        (lambda samples: EXERCISES[0].reference(samples)[:2], "returned 2 things"),
+    ],
+)
+def test_check_pad_collate_names_the_issue_examples(wrong, hint):
+    with pytest.raises(WrongAnswer, match=re.escape(hint)) as caught:
+        check_pad_collate(wrong)
+    assert "提示：" in str(caught.value)
+
+
+def test_check_pad_collate_accepts_a_list_and_leaves_the_global_generator_alone(capsys):
+    state = torch.random.get_rng_state()
+    check_pad_collate(lambda samples: list(EXERCISES[0].reference(samples)))
+    assert capsys.readouterr().out.startswith("✓ Correct / 正确: ")
+    assert torch.equal(torch.random.get_rng_state(), state)

@@ -1,4 +1,6 @@
-"""Self-check for lesson 07: a collate_fn that pads sequences of different lengths into one batch."""
+"""Self-check for lesson 07: a collate_fn that pads sequences of different lengths into one batch. The learner's
+function runs through `call_learner` (and a DataLoader inside `sandbox`); what it should return is computed with
+PyTorch's pad_sequence. The reference answer and the table of mistakes live in companion/checks/answers/data.py."""
 
 from collections.abc import Callable
 
@@ -6,31 +8,49 @@ import torch
 from torch.nn.utils.rnn import pad_sequence
 from torch.utils.data import DataLoader
 
-from companion.exercises import Exercise, Mistake, passed, require
+from companion.exercises import call_learner, passed, require, sandbox
 
 Sample = tuple[torch.Tensor, int]
 
-# Two batches with different longest sequences: a collate_fn that pads to one fixed length fails one of them.
-FIRST = [(torch.tensor([3, 1, 4]), 0), (torch.tensor([1]), 1), (torch.tensor([5, 9, 2, 6]), 1)]
-SECOND = [(torch.tensor([5, 3]), 2), (torch.tensor([5]), 0)]
+
+def _batches() -> list[list[Sample]]:
+    """Two batches with different longest sequences (a collate_fn that pads to one fixed length fails one of them),
+    built fresh for every call. Token 0 occurs inside a sequence and at the end of one, so lengths counted from the
+    non-zero tokens come out wrong; a batch of one closes the list."""
+    return [
+        [(torch.tensor([3, 0, 4]), 0), (torch.tensor([1]), 1), (torch.tensor([5, 9, 2, 6]), 1)],
+        [(torch.tensor([5, 0]), 2), (torch.tensor([5]), 0)],
+        [(torch.tensor([0, 7]), 3)],
+    ]
+
+
+def _expected(samples: list[Sample]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """What a collate_fn should return, from PyTorch's pad_sequence (an independent computation of the lengths)."""
+    padded = pad_sequence([sequence for sequence, _ in samples], batch_first=True, padding_value=0)
+    lengths = torch.tensor([sequence.numel() for sequence, _ in samples], dtype=torch.int64)
+    return padded, lengths, torch.tensor([label for _, label in samples], dtype=torch.int64)
 
 
 def check_pad_collate(pad_collate: Callable[[list[Sample]], tuple]) -> None:
-    """`pad_collate(samples)` must return (padded (B, T) with 0 after each end, lengths (B,), labels (B,))."""
+    """`pad_collate(samples)` must return (padded (B, T) with 0 after each end, lengths (B,), labels (B,) int64)."""
     require(
         callable(pad_collate),
         "Pass the function itself: check_pad_collate(pad_collate), without ().",
         "把函数本身传进去：check_pad_collate(pad_collate)，不要加 ()。",
     )
-    for samples in (FIRST, SECOND):
+    for samples in _batches():
         _check_one_batch(pad_collate, samples)
-    loader = DataLoader(FIRST + SECOND, batch_size=2, collate_fn=pad_collate)
-    batches = list(loader)
+    dataset = [sample for batch in _batches()[:2] for sample in batch]
+    want = [tuple(_expected(dataset[i : i + 2])[0].shape) for i in range(0, len(dataset), 2)]
+    loader = DataLoader(dataset, batch_size=2, collate_fn=pad_collate, generator=torch.Generator().manual_seed(0))
+    with sandbox():
+        batches = list(loader)
+    got = [tuple(b[0].shape) if isinstance(b[0], torch.Tensor) else None for b in batches]
     require(
-        [tuple(b[0].shape) for b in batches] == [(2, 3), (2, 4), (1, 1)],
-        "Through a DataLoader with batch_size=2 the padded shapes should be (2, 3), (2, 4), (1, 1): "
-        "pad each batch to its own longest sequence.",
-        "放进 batch_size=2 的 DataLoader 后，填充后的形状应依次为 (2, 3)、(2, 4)、(1, 1)："
+        got == want,
+        f"Through a DataLoader with batch_size=2 the padded shapes should be {want}, not {got}: pad each batch to "
+        "its own longest sequence.",
+        f"放进 batch_size=2 的 DataLoader 后，填充后的形状应依次为 {want}，而不是 {got}："
         "每一批都按这一批中最长的序列填充。",
     )
     passed(
@@ -40,12 +60,15 @@ def check_pad_collate(pad_collate: Callable[[list[Sample]], tuple]) -> None:
 
 
 def _check_one_batch(pad_collate: Callable, samples: list[Sample]) -> None:
-    want_padded, want_lengths, want_labels = _reference([(s.clone(), y) for s, y in samples])
-    result = pad_collate([(s.clone(), y) for s, y in samples])
+    want_padded, want_lengths, want_labels = _expected(samples)
+    result = call_learner(pad_collate, samples)
+    count = len(result) if isinstance(result, tuple | list) else None
     require(
-        isinstance(result, tuple) and len(result) == 3,
-        "Return three things: `return padded, lengths, labels`.",
-        "要返回三样东西：`return padded, lengths, labels`。",
+        count == 3,
+        f"Return three things, `return padded, lengths, labels`; your function returned "
+        f"{type(result).__name__ if count is None else f'{count} things'}.",
+        f"要返回三样东西：`return padded, lengths, labels`；你的函数返回的是 "
+        f"{type(result).__name__ if count is None else f'{count} 样东西'}。",
     )
     padded, lengths, labels = result
     require(
@@ -62,7 +85,7 @@ def _check_one_batch(pad_collate: Callable, samples: list[Sample]) -> None:
         "pad_sequence(sequences, batch_first=True)。",
     )
     require(
-        padded.shape[0] == batch,
+        padded.dim() == 2 and padded.shape[0] == batch,
         f"padded should have one row per sample ({batch}), not shape {tuple(padded.shape)}.",
         f"padded 应该每个样本一行（共 {batch} 行），而不是形状 {tuple(padded.shape)}。",
     )
@@ -92,82 +115,52 @@ def _check_one_batch(pad_collate: Callable, samples: list[Sample]) -> None:
         f"padded 应该是 {want_padded.tolist()}，而不是 {padded.tolist()}："
         "每个序列从左边开始放，后面补 0 直到最长的长度。",
     )
+    _check_lengths(lengths, want_lengths, want_padded)
+    _check_labels(labels, want_labels)
+
+
+def _check_lengths(lengths: torch.Tensor, want: torch.Tensor, want_padded: torch.Tensor) -> None:
     require(
-        torch.equal(lengths, want_lengths),
-        f"lengths should be {want_lengths.tolist()}, not {lengths.tolist()}: the lengths before padding, "
+        not lengths.is_floating_point() and not lengths.is_complex() and lengths.dtype != torch.bool,
+        f"lengths hold {lengths.dtype}: a length counts elements, so keep an integer dtype, as "
+        "pack_padded_sequence expects.",
+        f"lengths 的数据类型是 {lengths.dtype}：长度是元素的个数，请保持整数类型，pack_padded_sequence 要的就是整数。",
+    )
+    nonzero = (want_padded != 0).sum(dim=1)
+    if torch.equal(lengths, nonzero) and not torch.equal(nonzero, want):
+        row = int((nonzero != want).nonzero()[0])
+        sequence = want_padded[row, : want[row]].tolist()
+        require(
+            False,
+            f"lengths should be {want.tolist()}, not {lengths.tolist()}: you counted the non-zero entries, but a "
+            f"sequence may contain the token 0 itself ({sequence} here); measure each sequence before it is padded.",
+            f"lengths 应该是 {want.tolist()}，而不是 {lengths.tolist()}：你数的是非零元素的个数，但序列本身也可能"
+            f"含有记号 0（这里的 {sequence}）；请在填充之前量出每个序列的长度。",
+        )
+    require(
+        lengths.shape == want.shape and torch.equal(lengths.long(), want),
+        f"lengths should be {want.tolist()}, not {lengths.tolist()}: the lengths before padding, "
         "which a model needs to ignore the padding.",
-        f"lengths 应该是 {want_lengths.tolist()}，而不是 {lengths.tolist()}："
-        "要的是填充之前的长度，模型靠它忽略填充的部分。",
+        f"lengths 应该是 {want.tolist()}，而不是 {lengths.tolist()}：要的是填充之前的长度，模型靠它忽略填充的部分。",
+    )
+
+
+def _check_labels(labels: object, want: torch.Tensor) -> None:
+    require(
+        isinstance(labels, torch.Tensor),
+        f"labels should be the tensor {want.tolist()} (int64), not {labels!r}: return the labels as a tensor, "
+        "torch.tensor(labels).",
+        f"labels 应该是张量 {want.tolist()}（int64），而不是 {labels!r}：要把标签变成张量，torch.tensor(labels)。",
     )
     require(
-        isinstance(labels, torch.Tensor) and torch.equal(labels, want_labels),
-        f"labels should be the tensor {want_labels.tolist()} (int64), not {labels!r}: return the labels as a tensor, "
-        "torch.tensor(labels).",
-        f"labels 应该是张量 {want_labels.tolist()}（int64），而不是 {labels!r}："
-        "要把标签变成张量，torch.tensor(labels)。",
+        labels.dtype == torch.int64,
+        f"labels hold {labels.dtype}: F.cross_entropy wants class numbers as int64 (torch.long) and stops with "
+        '"expected target dtype to be Long" otherwise.',
+        f"labels 的数据类型是 {labels.dtype}：F.cross_entropy 要求类别编号是 int64（torch.long），"
+        '否则会报错 "expected target dtype to be Long"。',
     )
-
-
-def _reference(samples: list[Sample]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    sequences, labels = zip(*samples, strict=True)
-    padded = pad_sequence(sequences, batch_first=True)  # (B, longest), 0 after each end
-    lengths = torch.tensor([len(s) for s in sequences])  # (B,)
-    return padded, lengths, torch.tensor(labels)
-
-
-def _time_first(samples: list[Sample]) -> tuple:
-    sequences, labels = zip(*samples, strict=True)
-    return pad_sequence(sequences), torch.tensor([len(s) for s in sequences]), torch.tensor(labels)
-
-
-def _fixed_length(samples: list[Sample]) -> tuple:
-    sequences, labels = zip(*samples, strict=True)
-    padded = torch.zeros(len(sequences), 4, dtype=torch.int64)  # 4: the longest sequence seen in the lesson
-    for row, sequence in zip(padded, sequences, strict=True):
-        row[: len(sequence)] = sequence
-    return padded, torch.tensor([len(s) for s in sequences]), torch.tensor(labels)
-
-
-def _labels_as_a_tuple(samples: list[Sample]) -> tuple:
-    sequences, labels = zip(*samples, strict=True)
-    return pad_sequence(sequences, batch_first=True), torch.tensor([len(s) for s in sequences]), labels
-
-
-def _lengths_after_padding(samples: list[Sample]) -> tuple:
-    sequences, labels = zip(*samples, strict=True)
-    padded = pad_sequence(sequences, batch_first=True)
-    return padded, torch.tensor([padded.shape[1]] * len(sequences)), torch.tensor(labels)
-
-
-def _sorted_by_length(samples: list[Sample]) -> tuple:
-    sequences, labels = zip(*samples, strict=True)
-    ordered = sorted(sequences, key=len, reverse=True)  # as pack_padded_sequence once wanted, labels left behind
-    return pad_sequence(ordered, batch_first=True), torch.tensor([len(s) for s in ordered]), torch.tensor(labels)
-
-
-def _padded_with_minus_one(samples: list[Sample]) -> tuple:
-    sequences, labels = zip(*samples, strict=True)
-    padded = pad_sequence(sequences, batch_first=True, padding_value=-1)
-    return padded, torch.tensor([len(s) for s in sequences]), torch.tensor(labels)
-
-
-EXERCISES = [
-    Exercise(
-        check=check_pad_collate,
-        reference=_reference,
-        mistakes=(
-            Mistake("pad_sequence without batch_first: (longest, batch)", _time_first, "put the batch dimension"),
-            Mistake("pads every batch to one fixed length", _fixed_length, "not to a fixed length"),
-            Mistake("leaves the labels as a tuple", _labels_as_a_tuple, "return the labels as a tensor"),
-            Mistake("lengths measured after padding", _lengths_after_padding, "the lengths before padding"),
-            Mistake("sorts the sequences by length, not the labels", _sorted_by_length, "in another order"),
-            Mistake("pads with -1 where the lesson's padding is 0", _padded_with_minus_one, "then 0 up to"),
-        ),
-        why="A collate_fn receives the list of samples of one batch; padding to the batch's own longest sequence "
-        "wastes the least, and the lengths let a model ignore the padding.",
-        why_zh="collate_fn 收到的是一批样本组成的列表；按这一批自己最长的序列填充最省空间，"
-        "而长度信息让模型可以忽略填充的部分。",
-        discuss="Why might a data loader for text sort a whole epoch's samples by length before making batches?",
-        discuss_zh="为什么处理文本的数据加载器有时会先把一整轮的样本按长度排序，再分批？",
+    require(
+        labels.shape == want.shape and torch.equal(labels, want),
+        f"labels should be {want.tolist()}, not {labels.tolist()}: one label per sample, in the order of the samples.",
+        f"labels 应该是 {want.tolist()}，而不是 {labels.tolist()}：每个样本一个标签，顺序与样本相同。",
     )
-]
