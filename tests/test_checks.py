@@ -192,7 +192,8 @@ def _solution_lines(path: Path) -> list[str]:
     cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
     sources = ["".join(c["source"]) for c in cells if "solution" in c.get("metadata", {}).get("tags", [])]
     lines = [" ".join(line.split()) for source in sources for line in answer_lines(source)]
-    return [line for line in lines if len(line) >= 20 and not line.startswith("#")]
+    headers = ("#", "for ", "while ", "if ", "elif ", "else:", "try:", "with ")  # a loop or branch header alone
+    return [line for line in lines if len(line) >= 20 and not line.startswith(headers)]  # gives nothing away
 
 
 LESSON_PATHS = sorted(NOTEBOOK_DIR.glob("[0-9][0-9]-*.ipynb"))

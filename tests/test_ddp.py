@@ -475,3 +475,25 @@ def test_check_ddp_gradient_refuses_the_plain_full_batch_gradient():
         check_ddp_gradient(whole_batch)
     with pytest.raises(WrongAnswer, match="without"):
         check_ddp_gradient(whole_batch(nn.Linear(3, 1), torch.zeros(2, 3), torch.zeros(2, 1), 1))
+
+
+def test_check_shard_refuses_the_global_generator_and_accepts_the_sampler_itself(capsys):
+    from companion.checks.ddp import check_shard
+
+    def on_the_global_generator(n, num_replicas, rank, epoch):
+        torch.manual_seed(epoch)
+        order = torch.randperm(n).tolist()
+        size = -(-n // num_replicas) * num_replicas
+        return [order[i % n] for i in range(rank, size, num_replicas)]
+
+    def the_sampler(n, num_replicas, rank, epoch):
+        sampler = DistributedSampler(range(n), num_replicas=num_replicas, rank=rank, seed=0)
+        sampler.set_epoch(epoch)
+        return list(sampler)
+
+    state = torch.random.get_rng_state()
+    with pytest.raises(WrongAnswer, match="global random generator"):
+        check_shard(on_the_global_generator)
+    assert torch.equal(torch.random.get_rng_state(), state)  # the harness put the caller's generator back
+    check_shard(the_sampler)
+    assert capsys.readouterr().out.startswith("✓ Correct")

@@ -232,6 +232,8 @@ def right_to_numpy(t):
 def test_the_stand_in_acts_like_a_gpu_tensor_until_copied():
     t = torch.arange(3.0).as_subclass(_OnAccelerator)
     assert t.device == torch.device("cuda", 0) and (t * 2).device.type == "cuda"
+    assert t.is_cuda and not t.is_cpu and t.get_device() == 0  # every question gets a GPU tensor's answer
+    assert not t.cpu().is_cuda and t.cpu().is_cpu and t.cpu().get_device() == -1
     with pytest.raises(TypeError, match="Use Tensor.cpu"):
         t.numpy()
     for copied in (t.cpu(), t.to("cpu"), t.to(torch.device("cpu")), t.to(device="cpu")):
@@ -249,6 +251,24 @@ def test_check_to_numpy_passes_right_answers(capsys):
     for right in rights:
         check_to_numpy(right)
         assert capsys.readouterr().out.startswith("✓ Correct / 正确: to_numpy gives the right array for 9 kinds")
+
+
+def test_check_to_numpy_accepts_an_is_cuda_test_and_refuses_a_change_through_data(capsys):
+    def guarded(t):
+        t = t.detach()
+        if t.is_cuda:
+            t = t.cpu()
+        return (t.float() if t.dtype == torch.bfloat16 else t).numpy()
+
+    def through_data(t):
+        if t.dtype == torch.bfloat16:
+            t.data = t.data.float()
+        return t.detach().cpu().numpy()
+
+    check_to_numpy(guarded)
+    assert capsys.readouterr().out.startswith("✓ Correct")
+    with pytest.raises(WrongAnswer, match="changed the caller's tensor"):
+        check_to_numpy(through_data)
 
 
 def test_check_to_numpy_cases_cover_grad_integers_halves_empty_and_0d():
@@ -309,6 +329,7 @@ def mutating_to_device(batch, device):
         (mutating_to_device, "changed the caller's batch"),
         (lambda batch, device: right_to_device(list(batch.values()), device), "came back as a list"),
         (lambda batch, device: {k: v for k, v in right_to_device(batch, device).items() if k != "extra"}, "keep every"),
+        (lambda batch, device: {**right_to_device(batch, device), "scale": torch.tensor(0.5)}, "a tensor, expected"),
     ],
 )
 def test_check_to_device_rejects_other_wrong_answers_with_a_hint(wrong, hint):

@@ -1,30 +1,42 @@
 """Self-checks for lesson 11: any tensor to NumPy (bfloat16 and gradients included), and a whole batch to a device.
 
 On a machine without a GPU, `to_numpy` is tried on stand-ins for accelerator tensors (`_OnAccelerator`): CPU tensors
-that report `cuda:0` and refuse `.numpy()` until they are copied with `.cpu()` or `.to("cpu")`, as a real GPU tensor
-does. The checks run the learner's function and look at what comes back; they never read its source.
+that say everywhere that they live on `cuda:0` (`.device`, `.is_cuda`, `.is_cpu`, `.get_device()`) and refuse
+`.numpy()` until they are copied with `.cpu()` or `.to("cpu")`, as a real GPU tensor does. The checks run the
+learner's function inside the harness (global state left as found, the caller's tensors and batch not changed) and
+look at what comes back; they never read its source.
 """
 
+import copy
 from collections.abc import Callable
 
 import numpy as np
 import torch
 
 from companion.devices import pick_device
-from companion.exercises import Exercise, Mistake, WrongAnswer, passed, require
+from companion.exercises import WrongAnswer, passed, require, sandbox
 
 _GPU = torch.device("cuda", 0)
 _REFUSAL = "can't convert cuda:0 device type tensor to numpy. Use Tensor.cpu() to copy the tensor to host memory first."
+# What a tensor on cuda:0 answers to these questions; the stand-in gives the same answers.
+_LIKE_A_GPU = {
+    torch.Tensor.device.__get__: _GPU,
+    torch.Tensor.is_cuda.__get__: True,
+    torch.Tensor.is_cpu.__get__: False,
+    torch.Tensor.get_device: 0,
+}
 
 
 class _OnAccelerator(torch.Tensor):
-    """A CPU tensor that acts, for `.numpy()`, like one on a GPU: it reports cuda:0 and must be copied to the CPU."""
+    """A CPU tensor that acts like one on a GPU: `.device`, `.is_cuda`, `.is_cpu` and `.get_device()` all say
+    cuda:0, `.numpy()` refuses it (unless force=True), and only `.cpu()` or `.to` the CPU give a plain CPU tensor."""
 
     @classmethod
     def __torch_function__(cls, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        if func == torch.Tensor.device.__get__:
-            return _GPU
+        for question, answer in _LIKE_A_GPU.items():
+            if func == question:
+                return answer
         if func is torch.Tensor.numpy and not (kwargs.get("force") or (len(args) > 1 and args[1])):
             raise TypeError(_REFUSAL)
         result = super().__torch_function__(func, types, args, kwargs)
@@ -33,8 +45,10 @@ class _OnAccelerator(torch.Tensor):
 
 
 def _to_the_cpu(args: tuple, kwargs: dict) -> bool:
-    """Whether the arguments of `.to(...)` name the CPU."""
+    """Whether the arguments of `.to(...)` name the CPU (a device, its name, or a tensor that lives there)."""
     target = kwargs.get("device", args[0] if args else None)
+    if isinstance(target, torch.Tensor):
+        return target.device.type == "cpu"
     return isinstance(target, str | torch.device) and torch.device(target).type == "cpu"
 
 
@@ -51,7 +65,8 @@ def _tensor_cases(device: torch.device) -> list[tuple[str, torch.Tensor]]:
     weight = on_device(torch.randn(2, 3, generator=generator)).requires_grad_()
     half_weight = on_device(torch.randn(3, generator=generator).bfloat16()).requires_grad_()
     return [
-        ("a float32 tensor of shape (2, 3)", on_device(torch.randn(2, 3, generator=generator))),
+        # transposed, so not contiguous: the array must still read row by row as the tensor does
+        ("a float32 tensor of shape (2, 3)", on_device(torch.randn(3, 2, generator=generator)).t()),
         ("a tensor that requires grad", weight),
         ("a model output (it has a grad_fn)", weight * 2),
         ("int64 labels", on_device(torch.randint(0, 10, (5,), generator=generator))),
@@ -64,9 +79,33 @@ def _tensor_cases(device: torch.device) -> list[tuple[str, torch.Tensor]]:
 
 
 def _expected(tensor: torch.Tensor) -> np.ndarray:
-    """The right answer: the values on the CPU, bfloat16 widened to float32 (exact; NumPy has no bfloat16)."""
-    plain = tensor.detach().cpu()
-    return (plain.float() if plain.dtype == torch.bfloat16 else plain).numpy()
+    """What the array must hold, computed apart from the lesson's line: NumPy's dtype for each torch dtype (bfloat16,
+    which NumPy lacks, as float32: exact), the values read one by one, never a view of the caller's memory."""
+    plain = tensor.detach().as_subclass(torch.Tensor).to("cpu", copy=True)
+    dtype = {torch.bfloat16: np.float32, torch.float16: np.float16, torch.bool: np.bool_}.get(plain.dtype)
+    if dtype is None:
+        dtype = torch.empty(0, dtype=plain.dtype).numpy().dtype
+    values = plain.to(torch.float32) if plain.dtype == torch.bfloat16 else plain
+    return np.array(values.tolist(), dtype=dtype).reshape(tuple(plain.shape))
+
+
+def _snapshot(tensor: torch.Tensor) -> tuple:
+    """Everything about the caller's tensor that to_numpy must leave alone."""
+    grad = tensor.grad if tensor.is_leaf else None  # only a leaf has a .grad of its own
+    return (
+        tensor.dtype,
+        tuple(tensor.shape),
+        tensor.requires_grad,
+        tensor.grad_fn,
+        tensor.detach().as_subclass(torch.Tensor).clone(),
+        None if grad is None else grad.detach().as_subclass(torch.Tensor).clone(),
+    )
+
+
+def _same_snapshot(a: tuple, b: tuple) -> bool:
+    (*a_plain, a_values, a_grad), (*b_plain, b_values, b_grad) = a, b
+    same_grad = (a_grad is None) == (b_grad is None) and (a_grad is None or torch.equal(a_grad, b_grad))
+    return a_plain == b_plain and a_values.dtype == b_values.dtype and torch.equal(a_values, b_values) and same_grad
 
 
 def _hint_for(error: Exception) -> tuple[str, str]:
@@ -91,8 +130,24 @@ def _hint_for(error: Exception) -> tuple[str, str]:
     return "see the error above", "请看上面的报错"
 
 
+def _call_to_numpy(to_numpy: Callable, tensor: torch.Tensor, where: str) -> object:
+    """Run the learner's to_numpy in the harness's sandbox; turn an error into a hint that names the missing step."""
+    try:
+        with sandbox():
+            return to_numpy(tensor)
+    except WrongAnswer:
+        raise
+    except Exception as error:
+        hint, hint_zh = _hint_for(error)
+        first_line = str(error).splitlines()[0] if str(error) else ""
+        raise WrongAnswer(
+            f"{where} raised {type(error).__name__}: {first_line} ({hint}).\n提示：{where} 报错（{hint_zh}）。"
+        ) from error
+
+
 def check_to_numpy(to_numpy: Callable[[torch.Tensor], np.ndarray]) -> None:
-    """`to_numpy(t)` must give t's values as a NumPy array for any tensor, grad, device or bfloat16."""
+    """`to_numpy(t)` must give t's values as a NumPy array for any tensor, grad, device or bfloat16, and leave the
+    caller's tensor as it was."""
     require(
         callable(to_numpy),
         "Pass the function itself: check_to_numpy(to_numpy), without ().",
@@ -100,16 +155,25 @@ def check_to_numpy(to_numpy: Callable[[torch.Tensor], np.ndarray]) -> None:
     )
     cases = _tensor_cases(pick_device())
     for what, tensor in cases:
-        requires_grad, want = tensor.requires_grad, _expected(tensor)
+        before, want = _snapshot(tensor), _expected(tensor)
         where = f"to_numpy({what})"
-        try:
-            got = to_numpy(tensor)
-        except Exception as error:  # turn the learner's error into a hint that names the missing step
-            hint, hint_zh = _hint_for(error)
-            first_line = str(error).splitlines()[0] if str(error) else ""
-            raise WrongAnswer(
-                f"{where} raised {type(error).__name__}: {first_line} ({hint}).\n提示：{where} 报错（{hint_zh}）。"
-            ) from error
+        got = _call_to_numpy(to_numpy, tensor, where)
+        after = _snapshot(tensor)
+        require(
+            after[2] == before[2] and after[3] is before[3],
+            f"{where} changed the caller's tensor: it no longer requires grad. .detach() makes a new view, "
+            "requires_grad_(False) does not.",
+            f"{where} 改动了调用者的张量：它不再需要梯度了。.detach() 会得到一个新的视图，"
+            "requires_grad_(False) 则是直接修改原张量。",
+        )
+        require(
+            _same_snapshot(before, after),
+            f"{where} changed the caller's tensor (its data type was {before[0]}, now {after[0]}; or its values or "
+            ".grad): assigning to t.data or writing in place reaches the caller's tensor. Build new tensors "
+            "(t.float(), t.detach()) and leave t alone.",
+            f"{where} 改动了调用者的张量（数据类型原为 {before[0]}，现为 {after[0]}；或者数值、.grad 变了）："
+            "给 t.data 赋值或原地写入都会改到调用者的张量。请构造新的张量（t.float()、t.detach()），不要动 t 本身。",
+        )
         require(
             isinstance(got, np.ndarray),
             f"{where} returned a {type(got).__name__}, not a NumPy array: end with .numpy() (a tensor, .tolist() or "
@@ -137,53 +201,10 @@ def check_to_numpy(to_numpy: Callable[[torch.Tensor], np.ndarray]) -> None:
             f"{where} holds other values than the tensor: do not change them.",
             f"{where} 的数值和张量不一样：不要改动数值。",
         )
-        require(
-            tensor.requires_grad == requires_grad,
-            f"{where} changed the caller's tensor: .detach() makes a new view, requires_grad_(False) does not.",
-            f"{where} 改动了调用者的张量：.detach() 会得到一个新的视图，requires_grad_(False) 则是直接修改原张量。",
-        )
     passed(
         f"to_numpy gives the right array for {len(cases)} kinds of tensor: gradients, bfloat16 and devices included",
         f"to_numpy 对 {len(cases)} 种张量都给出了正确的数组，包括需要梯度的、bfloat16 的和不在 CPU 上的",
     )
-
-
-def _reference_to_numpy(t):
-    t = t.detach().cpu()
-    return (t.float() if t.dtype == torch.bfloat16 else t).numpy()
-
-
-def _to_numpy_without_detach(t):
-    t = t.cpu()
-    return (t.float() if t.dtype == torch.bfloat16 else t).numpy()
-
-
-def _to_numpy_without_cpu(t):
-    t = t.detach()
-    return (t.float() if t.dtype == torch.bfloat16 else t).numpy()
-
-
-def _to_numpy_as_in_the_lesson(t):
-    return t.detach().cpu().numpy()
-
-
-def _to_numpy_always_float(t):
-    return t.detach().cpu().float().numpy()
-
-
-def _to_numpy_widening_every_half(t):
-    t = t.detach().cpu()
-    return (t.float() if t.dtype in (torch.bfloat16, torch.float16) else t).numpy()
-
-
-def _to_numpy_unhooking_the_caller(t):
-    t = t.requires_grad_(False) if t.is_leaf else t.detach()
-    t = t.cpu()
-    return (t.float() if t.dtype == torch.bfloat16 else t).numpy()
-
-
-def _to_numpy_as_a_tensor(t):
-    return t.detach().cpu().float()
 
 
 # Exercise 2: to_device -----------------------------------------------------------------------------------------------
@@ -197,16 +218,17 @@ def _batch() -> dict:
         "labels": torch.tensor([3, 7]),
         "extra": {"masks": [torch.tensor([True, False]), torch.tensor([False, True])], "source": "digits"},
         "lengths": (torch.tensor([8, 8]), 2),
+        "scale": 0.5,
     }
 
 
-def _leaves(batch: object, path: str = "batch") -> list[tuple[str, object]]:
+def _leaves(node: object, path: str = "batch") -> list[tuple[str, object]]:
     """(where, value) for every value in a nested batch that is not a dict, list or tuple."""
-    if isinstance(batch, dict):
-        return [leaf for key, value in batch.items() for leaf in _leaves(value, f"{path}[{key!r}]")]
-    if isinstance(batch, list | tuple):
-        return [leaf for i, value in enumerate(batch) for leaf in _leaves(value, f"{path}[{i}]")]
-    return [(path, batch)]
+    if isinstance(node, dict):
+        return [leaf for key, value in node.items() for leaf in _leaves(value, f"{path}[{key!r}]")]
+    if isinstance(node, list | tuple):
+        return [leaf for i, value in enumerate(node) for leaf in _leaves(value, f"{path}[{i}]")]
+    return [(path, node)]
 
 
 def _same_structure(got: object, want: object, path: str = "batch") -> None:
@@ -229,6 +251,32 @@ def _same_structure(got: object, want: object, path: str = "batch") -> None:
             _same_structure(got[key], want[key], f"{path}[{key!r}]")
 
 
+def _unchanged(batch: object, original: object) -> bool:
+    """Whether the caller's batch still nests and holds what it did: same containers, same tensors (device, dtype,
+    shape, values) and same plain values."""
+    if type(batch) is not type(original):
+        return False
+    if isinstance(original, dict):
+        return list(batch) == list(original) and all(_unchanged(batch[k], original[k]) for k in original)
+    if isinstance(original, list | tuple):
+        return len(batch) == len(original) and all(_unchanged(a, b) for a, b in zip(batch, original, strict=True))
+    if isinstance(original, torch.Tensor):
+        return (
+            batch.device == original.device
+            and batch.dtype == original.dtype
+            and batch.shape == original.shape
+            and torch.equal(batch, original)
+        )
+    return batch == original
+
+
+def _devices() -> list[torch.device]:
+    """The CPU, `meta` (every machine has it, so every move shows) and the machine's accelerator where it has one."""
+    devices = [torch.device("cpu"), torch.device("meta")]
+    accelerator = pick_device()
+    return devices + ([accelerator] if accelerator.type != "cpu" else [])
+
+
 def check_to_device(to_device: Callable[[object, torch.device], object]) -> None:
     """`to_device(batch, device)` must move every tensor of a nested batch to `device` and keep everything else."""
     require(
@@ -236,10 +284,12 @@ def check_to_device(to_device: Callable[[object, torch.device], object]) -> None
         "Pass the function itself: check_to_device(to_device), without ().",
         "把函数本身传进去：check_to_device(to_device)，不要加 ()。",
     )
-    for device in (torch.device("cpu"), torch.device("meta")):  # meta: every machine has it, so every move shows
+    for device in _devices():
         batch = _batch()
+        original = copy.deepcopy(batch)
         try:
-            got = to_device(batch, device)
+            with sandbox():
+                got = to_device(batch, device)
         except AttributeError as error:
             raise WrongAnswer(
                 f"to_device raised AttributeError: {error} (only tensors have .to: leave what is not a tensor "
@@ -247,13 +297,22 @@ def check_to_device(to_device: Callable[[object, torch.device], object]) -> None
                 f"提示：to_device 报错 AttributeError（只有张量才有 .to：不是张量的值，比如字符串 'digits' 和整数 2，"
                 "原样保留）。"
             ) from error
-        _same_structure(got, batch)
-        for (where, value), (_, original) in zip(_leaves(got), _leaves(_batch()), strict=True):
-            if not isinstance(original, torch.Tensor):
+        require(
+            _unchanged(batch, original),
+            "to_device changed the caller's batch (an entry replaced in one of its dicts or lists; a copy of the top "
+            "level still shares the nested ones): build a new dict, list or tuple instead of assigning into it.",
+            "to_device 改动了调用者传进来的批（在它的某个字典或列表里替换了某一项；只复制最外层的话，里面嵌套的容器"
+            "仍是共用的）：应当新建字典、列表或元组，而不是往原来的里面赋值。",
+        )
+        _same_structure(got, original)
+        for (where, value), (_, want) in zip(_leaves(got), _leaves(original), strict=True):
+            if not isinstance(want, torch.Tensor):
                 require(
-                    value == original,
-                    f"{where} is {value!r}, expected {original!r}: leave values that are not tensors as they are.",
-                    f"{where} 变成了 {value!r}，应为 {original!r}：不是张量的值要原样保留。",
+                    not isinstance(value, torch.Tensor) and type(value) is type(want) and value == want,
+                    f"{where} is {'a tensor' if isinstance(value, torch.Tensor) else repr(value)}, expected the "
+                    f"{type(want).__name__} {want!r}: leave values that are not tensors as they are.",
+                    f"{where} 变成了{'一个张量' if isinstance(value, torch.Tensor) else f' {value!r}'}，应为 "
+                    f"{type(want).__name__} {want!r}：不是张量的值要原样保留。",
                 )
                 continue
             require(
@@ -273,116 +332,19 @@ def check_to_device(to_device: Callable[[object, torch.device], object]) -> None
                 ),
             )
             require(
-                value.dtype == original.dtype and value.shape == original.shape,
-                f"{where} is {value.dtype} of shape {tuple(value.shape)}, expected {original.dtype} of shape "
-                f"{tuple(original.shape)}: pass only the device to .to, keep the data type.",
-                f"{where} 是形状为 {tuple(value.shape)} 的 {value.dtype}，应为形状 {tuple(original.shape)} 的 "
-                f"{original.dtype}：.to 只传设备，数据类型保持不变。",
+                value.dtype == want.dtype and value.shape == want.shape,
+                f"{where} is {value.dtype} of shape {tuple(value.shape)}, expected {want.dtype} of shape "
+                f"{tuple(want.shape)}: pass only the device to .to, keep the data type.",
+                f"{where} 是形状为 {tuple(value.shape)} 的 {value.dtype}，应为形状 {tuple(want.shape)} 的 "
+                f"{want.dtype}：.to 只传设备，数据类型保持不变。",
             )
-            if device.type == "cpu":
+            if device.type != "meta":  # a meta tensor has no values to compare
                 require(
-                    torch.equal(value, original),
+                    torch.equal(value.cpu(), want),
                     f"{where} holds other values than the batch: move the tensors, do not change them.",
                     f"{where} 的数值和原来的批不一样：只搬动张量，不要改动数值。",
                 )
-        require(
-            all(v.device.type == "cpu" for _, v in _leaves(batch) if isinstance(v, torch.Tensor)),
-            "to_device changed the caller's batch: build a new dict, list or tuple instead of assigning into it.",
-            "to_device 改动了调用者传进来的批：应当新建字典、列表或元组，而不是往原来的里面赋值。",
-        )
     passed(
         "to_device moves every tensor of a nested batch and keeps its structure, data types and plain values",
         "to_device 搬动了嵌套批中的每一个张量，结构、数据类型和非张量的值都保持不变",
     )
-
-
-def _reference_to_device(batch, device):
-    if isinstance(batch, torch.Tensor):
-        return batch.to(device)
-    if isinstance(batch, dict):
-        return {key: _reference_to_device(value, device) for key, value in batch.items()}
-    if isinstance(batch, list | tuple):
-        return type(batch)(_reference_to_device(value, device) for value in batch)
-    return batch
-
-
-def _to_device_keeping_the_old_tensors(batch, device):
-    for value in batch.values():
-        if isinstance(value, torch.Tensor):
-            value.to(device)  # the moved copy is thrown away
-    return batch
-
-
-def _to_device_top_level_only(batch, device):
-    return {key: value.to(device) if isinstance(value, torch.Tensor) else value for key, value in batch.items()}
-
-
-def _to_device_calling_to_on_everything(batch, device):
-    if isinstance(batch, dict):
-        return {key: _to_device_calling_to_on_everything(value, device) for key, value in batch.items()}
-    if isinstance(batch, list | tuple):
-        return type(batch)(_to_device_calling_to_on_everything(value, device) for value in batch)
-    return batch.to(device)
-
-
-def _to_device_tuples_to_lists(batch, device):
-    if isinstance(batch, torch.Tensor):
-        return batch.to(device)
-    if isinstance(batch, dict):
-        return {key: _to_device_tuples_to_lists(value, device) for key, value in batch.items()}
-    if isinstance(batch, list | tuple):
-        return [_to_device_tuples_to_lists(value, device) for value in batch]
-    return batch
-
-
-def _to_device_as_float32(batch, device):
-    if isinstance(batch, torch.Tensor):
-        return batch.to(device, torch.float32)
-    if isinstance(batch, dict):
-        return {key: _to_device_as_float32(value, device) for key, value in batch.items()}
-    if isinstance(batch, list | tuple):
-        return type(batch)(_to_device_as_float32(value, device) for value in batch)
-    return batch
-
-
-EXERCISES = [
-    Exercise(
-        check=check_to_numpy,
-        reference=_reference_to_numpy,
-        mistakes=(
-            Mistake("no .detach() (a tensor that requires grad)", _to_numpy_without_detach, ".detach()"),
-            Mistake("no .cpu() (a tensor on an accelerator)", _to_numpy_without_cpu, "copy it to the CPU first"),
-            Mistake("the lesson's line, which bfloat16 refuses", _to_numpy_as_in_the_lesson, "NumPy has no bfloat16"),
-            Mistake("every tensor made float32", _to_numpy_always_float, "only bfloat16 becomes float32"),
-            Mistake("float16 widened too", _to_numpy_widening_every_half, "NumPy has float16"),
-            Mistake(
-                "requires_grad_(False) on the caller's tensor", _to_numpy_unhooking_the_caller, "changed the caller"
-            ),
-            Mistake("a tensor returned, not an array", _to_numpy_as_a_tensor, "not a NumPy array"),
-        ),
-        why="detach() leaves the graph, cpu() copies from the accelerator (and is free on the CPU), and bfloat16, "
-        "which NumPy lacks, widens to float32 without rounding.",
-        why_zh="detach() 脱离计算图，cpu() 从加速器上复制回来（在 CPU 上不花代价），而 NumPy 没有的 bfloat16 "
-        "可以无损地转成 float32。",
-        discuss="On the CPU the returned array shares memory with the tensor, on a GPU it does not. When does that "
-        "matter, and what would you add to make the two behave alike?",
-        discuss_zh="在 CPU 上，返回的数组和张量共享内存；在 GPU 上则不共享。这在什么时候会出问题？"
-        "怎样改才能让两者表现一致？",
-    ),
-    Exercise(
-        check=check_to_device,
-        reference=_reference_to_device,
-        mistakes=(
-            Mistake("calls .to but keeps the old tensors", _to_device_keeping_the_old_tensors, "keep what it returns"),
-            Mistake("moves the top level only", _to_device_top_level_only, "(recursively)"),
-            Mistake("calls .to on a string", _to_device_calling_to_on_everything, "only tensors have .to"),
-            Mistake("turns tuples into lists", _to_device_tuples_to_lists, "keep tuples as tuples"),
-            Mistake("also changes the data type", _to_device_as_float32, "keep the data type"),
-        ),
-        why="A tensor's .to returns the moved tensor and leaves the original alone, so a batch is rebuilt, entry by "
-        "entry, from what .to returns.",
-        why_zh="张量的 .to 返回搬动后的新张量，原张量不动；所以要用 .to 的返回值，逐项重新构造这个批。",
-        discuss="A model moves in place with model.to(device); a batch does not. Why is it designed that way?",
-        discuss_zh="模型用 model.to(device) 就地搬动，批却不行。为什么要这样设计？",
-    ),
-]
