@@ -4,6 +4,7 @@ The exercise self-checks live apart, in companion/checks/scatter.py.
 """
 
 import itertools
+import math
 from collections.abc import Callable
 
 import matplotlib.pyplot as plt
@@ -35,9 +36,10 @@ def scatter_reference(
     _check_scatter_args(self, dim, index, src, reduce)
     if index.numel() == 0:  # no position to visit: nothing is written
         return self.clone()
-    if self.dim() == 0:  # PyTorch treats a 0-d tensor as a 1-d tensor of one element
-        one_src = src.reshape(1) if isinstance(src, torch.Tensor) else src  # () -> (1,)
-        return scatter_reference(self.reshape(1), 0, index.reshape(1), one_src, reduce).reshape(())  # (1,) -> ()
+    if min(t.dim() for t in (self, index, src) if isinstance(t, torch.Tensor)) == 0:
+        # PyTorch counts a 0-d tensor as a 1-d tensor of one element: () -> (1,), and self back to its shape
+        as_1d = [t.reshape(1) if isinstance(t, torch.Tensor) and t.dim() == 0 else t for t in (self, index, src)]
+        return scatter_reference(as_1d[0], dim, as_1d[1], as_1d[2], reduce).reshape(self.shape)
     dim = dim % self.dim()
     out = self.clone()
     for position in itertools.product(*(range(n) for n in index.shape)):  # every position p of index
@@ -66,30 +68,41 @@ def _check_scatter_args(self, dim, index, src, reduce) -> None:
             raise TypeError(f"src is {src.dtype} but self is {self.dtype}: pass src.to(self.dtype)")
     elif not isinstance(src, bool | int | float):
         raise TypeError(f"src must be a tensor or a Python number, not {type(src).__name__}")
+    elif self.is_floating_point() and math.isfinite(src) and abs(src) > torch.finfo(self.dtype).max:
+        # like PyTorch: a finite number too large for self's data type is an error, not inf
+        raise ValueError(f"{src} does not fit in {self.dtype}: pass a number of at most {torch.finfo(self.dtype).max}")
     if index.numel() == 0:  # like PyTorch: no index data-type, dimension or size checks for an empty index
         return
     if index.dtype not in (torch.int64, torch.int32):
         raise TypeError(f"index must hold integers, not {index.dtype}: pass index.long()")
-    if index.dim() != self.dim():
+
+    # like PyTorch, count a 0-d tensor as 1-d of size 1 (ensure_nonempty_dim and ensure_nonempty_size)
+    def ndim_of(t):
+        return max(t.dim(), 1)
+
+    def size_of(t, d):
+        return t.shape[d] if t.dim() else 1
+
+    if ndim_of(index) != ndim:
         raise ValueError(
             f"index has {index.dim()} dimensions but self has {self.dim()}: give index the same number of "
             "dimensions (for a 1-d target, use target.unsqueeze(1))"
         )
-    if isinstance(src, torch.Tensor) and src.dim() != self.dim():
+    if isinstance(src, torch.Tensor) and ndim_of(src) != ndim:
         raise ValueError(f"src has {src.dim()} dimensions but self has {self.dim()}: they must match")
     dim = dim % ndim
-    for d in range(index.dim()):
-        if d != dim and index.shape[d] > self.shape[d]:
+    for d in range(ndim):
+        if d != dim and size_of(index, d) > size_of(self, d):
             raise ValueError(
-                f"index is larger than self in dimension {d} ({index.shape[d]} > {self.shape[d]}): outside dim, "
-                "index may be smaller than self but never larger; slice index to fit"
+                f"index is larger than self in dimension {d} ({size_of(index, d)} > {size_of(self, d)}): outside "
+                "dim, index may be smaller than self but never larger; slice index to fit"
             )
-        if isinstance(src, torch.Tensor) and index.shape[d] > src.shape[d]:
+        if isinstance(src, torch.Tensor) and size_of(index, d) > size_of(src, d):
             raise ValueError(
-                f"index is larger than src in dimension {d} ({index.shape[d]} > {src.shape[d]}): every index "
-                "position needs a src element; use a larger src or a smaller index"
+                f"index is larger than src in dimension {d} ({size_of(index, d)} > {size_of(src, d)}): every "
+                "index position needs a src element; use a larger src or a smaller index"
             )
-    size = self.shape[dim] if self.dim() else 1
+    size = size_of(self, dim)
     low, high = int(index.min()), int(index.max())  # over all elements of index
     if low < 0 or high >= size:
         bad = low if low < 0 else high

@@ -105,6 +105,23 @@ def test_edge_cases_match_torch():
         (torch.tensor(2.0), torch.zeros(0, dtype=torch.long), 9.0),  # 0-d self
     ]:
         assert torch.equal(scatter_reference(self, 0, index, src), torch.scatter(self, 0, index, src))
+    # PyTorch counts a 0-d tensor as 1-d of one element, for self, index and src alike; so does the reference
+    for self, dim, index, src in [
+        (torch.zeros(3), 0, torch.tensor(2), 1.0),  # 0-d index, 1-d self
+        (torch.tensor(2.0), 0, torch.tensor([0]), 1.0),  # 1-d index, 0-d self
+        (torch.zeros(4), 0, torch.tensor([1]), torch.tensor(1.7)),  # 0-d src, 1-d self and index
+        (torch.zeros(4), -1, torch.tensor(3), torch.tensor([5.0, 6.0])),  # 0-d index, 1-d src
+        (torch.tensor(2.0), -1, torch.tensor(0), torch.tensor([5.0])),  # 0-d self and index, 1-d src
+    ]:
+        assert torch.equal(scatter_reference(self, dim, index, src), torch.scatter(self, dim, index, src))
+    for self, index, src in [
+        (torch.zeros(4), torch.tensor([1, 2]), torch.tensor(1.7)),  # two positions, one src element
+        (torch.zeros(2, 4), torch.tensor([[1]]), torch.tensor(1.7)),  # 0-d src counts as 1-d, index is 2-d
+    ]:
+        with pytest.raises(RuntimeError):
+            torch.scatter(self, 0, index, src)
+        with pytest.raises(ValueError):
+            scatter_reference(self, 0, index, src)
     with pytest.raises(RuntimeError, match="dtype"):  # the src data-type check is not skipped
         torch.scatter(torch.ones(2, 3), 1, torch.zeros(0, dtype=torch.long), torch.ones(1, dtype=torch.long))
     with pytest.raises(TypeError, match="src.to"):
@@ -118,6 +135,8 @@ def test_edge_cases_match_torch():
 
 BAD_ARGUMENTS = [
     # (self, dim, index, src, exception, words in the message that name the fix)
+    (torch.zeros(1, 4, dtype=torch.float16), 1, torch.tensor([[0]]), 70000.0, ValueError, "at most 65504"),
+    (torch.zeros(1, 4, dtype=torch.bfloat16), 1, torch.tensor([[0]]), -1e39, ValueError, "does not fit"),
     (torch.zeros(2, 4), 1, torch.tensor([[1.0]]), 1.0, TypeError, "index.long()"),
     (torch.zeros(2, 4), 1, torch.tensor([2, 3]), 1.0, ValueError, "unsqueeze(1)"),
     (torch.zeros(2, 4), 2, torch.tensor([[1]]), 1.0, ValueError, "[-2, 1]"),

@@ -2,9 +2,11 @@
 
 Each reference answer (a function in companion/checks/answers/) is rewritten in one small way at a time: an
 operator swapped, a comparison loosened, an integer constant moved by one (a `dim`, an index, a size), a reduction
-replaced (sum/mean, max/min), a call such as `clone()` unwrapped or a statement such as `zero_grad()` dropped. A
-mutant counts only if it behaves differently from the reference on the inputs the checker itself hands over and on
-random inputs of the same shapes and dtypes; the checker should reject every such mutant. Survivors are listed.
+replaced (sum/mean, max/min), a call such as `clone()` unwrapped or a statement such as `zero_grad()` dropped, and
+the side effects checkers used to miss: the global generator reseeded, autograd left off, the caller's first tensor
+written into. A mutant counts only if it behaves differently from the reference (its result, the caller's arguments
+afterwards, the global generator, grad mode) on the inputs the checker itself hands over and on random inputs of the
+same shapes and dtypes; the checker should reject every such mutant. Survivors are listed.
 
     python tools/mutants.py                 # every checker, at most 60 mutants each
     python tools/mutants.py --only check_multi_hot --limit 20
@@ -32,6 +34,16 @@ COMPARE_SWAPS = {ast.Lt: ast.LtE, ast.LtE: ast.Lt, ast.Gt: ast.GtE, ast.GtE: ast
 REDUCTIONS = {"sum": "mean", "mean": "sum", "max": "min", "min": "max", "amax": "amin", "amin": "amax"}
 UNWRAPPED = {"clone", "detach", "contiguous", "float", "double"}  # x.clone() -> x
 DROPPED = {"zero_grad", "eval", "train", "backward", "step", "zero_", "manual_seed"}  # the statement goes
+# Statements put first in the body: side effects on the caller that a checker of values alone lets through.
+SIDE_EFFECTS = {
+    "reseed the global generator": "torch.manual_seed(0)",
+    "leave autograd off": "torch.set_grad_enabled(False)",
+    "write into the caller's first tensor": (
+        "import torch as _t\n"
+        "for _a in [{first}] if isinstance({first}, _t.Tensor) and {first}.is_floating_point() else []:\n"
+        "    _a.data.add_(0.5)"
+    ),
+}
 
 
 def mutation_sites(tree: ast.AST) -> list[tuple[ast.AST, str]]:
@@ -79,20 +91,35 @@ class Mutate(ast.NodeTransformer):
         return node
 
 
+def compiled(tree: ast.AST, fn: Callable) -> Callable | None:
+    """The function `tree` defines, in `fn`'s module namespace, or None if it does not compile."""
+    namespace = dict(fn.__globals__)
+    try:
+        exec(compile(ast.fix_missing_locations(tree), f"<mutant of {fn.__name__}>", "exec"), namespace)  # noqa: S102
+    except Exception:  # noqa: BLE001 - a mutant that does not even compile is not a test of the checker
+        return None
+    return namespace[fn.__name__]
+
+
 def mutants(fn: Callable) -> Iterator[tuple[str, Callable]]:
-    """(what changed, mutant function) for every mutation site of `fn`'s source."""
+    """(what changed, mutant function) for every mutation site of `fn`'s source, then every side effect."""
     source = textwrap.dedent(inspect.getsource(fn))
     count = len(mutation_sites(ast.parse(source)))
     for index in range(count):
         tree = ast.parse(source)
         target, what = mutation_sites(tree)[index]
-        tree = ast.fix_missing_locations(Mutate(target, what).visit(tree))
-        namespace = dict(fn.__globals__)
-        try:
-            exec(compile(tree, f"<mutant of {fn.__name__}>", "exec"), namespace)  # noqa: S102
-        except Exception:  # noqa: BLE001 - a mutant that does not even compile is not a test of the checker
+        mutant = compiled(Mutate(target, what).visit(tree), fn)
+        if mutant is not None:
+            yield f"line {getattr(target, 'lineno', '?')}: {what}", mutant
+    parameters = list(inspect.signature(fn).parameters)
+    for what, statement in SIDE_EFFECTS.items():
+        if "{first}" in statement and not parameters:
             continue
-        yield f"line {getattr(target, 'lineno', '?')}: {what}", namespace[fn.__name__]
+        tree = ast.parse(source)
+        body = tree.body[0].body
+        body[0:0] = ast.parse(statement.format(first=parameters[0] if parameters else "")).body
+        if (mutant := compiled(tree, fn)) is not None:
+            yield what, mutant
 
 
 def recorded_calls(check: Callable, reference: Callable) -> list[tuple]:
@@ -121,14 +148,21 @@ def randomised(args: tuple, generator: torch.Generator) -> tuple:
 
 
 def outcome(fn: Callable, args: tuple) -> object:
-    """What `fn` returns on a copy of `args` (with autograd results detached), or the exception type it raises."""
-    try:
-        with contextlib.redirect_stdout(io.StringIO()), torch.random.fork_rng():
-            torch.manual_seed(0)
-            result = fn(*copy.deepcopy(args))
-    except Exception as error:  # noqa: BLE001 - a mutant may fail in any way
-        return type(error)
-    return result
+    """What calling `fn` on a copy of `args` leads to: its result (or the exception type it raises), the arguments
+    afterwards, whether it left the global generator where it was, and grad mode."""
+    args = copy.deepcopy(args)
+    grad = torch.is_grad_enabled()
+    with contextlib.redirect_stdout(io.StringIO()), torch.random.fork_rng():
+        torch.manual_seed(0)
+        before = torch.random.get_rng_state()
+        try:
+            result = fn(*args)
+        except Exception as error:  # noqa: BLE001 - a mutant may fail in any way
+            result = type(error)
+        rng_moved = not torch.equal(torch.random.get_rng_state(), before)
+    grad_after = torch.is_grad_enabled()
+    torch.set_grad_enabled(grad)
+    return result, args, rng_moved, grad_after
 
 
 def same(a: object, b: object) -> bool:
