@@ -1035,7 +1035,7 @@ def test_helper_bad_arguments_name_the_fix(small_set, call, fix):
 
 
 def test_check_resume_leaves_the_random_state_alone_and_takes_the_pair_either_way(capsys):
-    from companion.checks.checkpoint import EXERCISES
+    from companion.checks.answers.checkpoint import EXERCISES
 
     capture, restore = EXERCISES[1].reference
     state = torch.get_rng_state()

@@ -181,34 +181,57 @@ def test_the_harness_lets_a_correct_answer_through_and_allows_what_the_exercise_
         torch.manual_seed(3)
 
 
-def _shipped_code(root: Path = Path(companion.__file__).parent) -> set[str]:
-    """Every line of companion/ a student gets (the answers package aside), whitespace collapsed."""
+def _shipped_files(root: Path = Path(companion.__file__).parent) -> dict[str, set[str]]:
+    """Each file of companion/ a student gets (the answers package aside) as its set of lines, whitespace collapsed."""
     files = [p for p in root.rglob("*.py") if "answers" not in p.relative_to(root).parts]
-    return {" ".join(line.split()) for p in files for line in p.read_text(encoding="utf-8").splitlines()}
+    return {
+        str(p.relative_to(root)): {" ".join(line.split()) for line in p.read_text(encoding="utf-8").splitlines()}
+        for p in files
+    }
 
 
-def _solution_lines(path: Path) -> list[str]:
-    """The telling lines of a lesson's answers: code in a solution cell's function bodies, 20 characters or more."""
+def _solutions(path: Path) -> list[list[str]]:
+    """The telling lines of each answer of a lesson: code in a solution cell's function bodies, 20 characters or
+    more, except loop and branch headers and lines the lesson already shows above the answer (its own code and
+    printed sources teach them: they give nothing away)."""
     cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
-    sources = ["".join(c["source"]) for c in cells if "solution" in c.get("metadata", {}).get("tags", [])]
-    lines = [" ".join(line.split()) for source in sources for line in answer_lines(source)]
-    headers = ("#", "for ", "while ", "if ", "elif ", "else:", "try:", "with ")  # a loop or branch header alone
-    return [line for line in lines if len(line) >= 20 and not line.startswith(headers)]  # gives nothing away
+    headers = ("#", "for ", "while ", "if ", "elif ", "else:", "try:", "with ")
+    answers, shown = [], set()
+    for cell in cells:
+        text = "".join(cell["source"])
+        if "solution" in cell.get("metadata", {}).get("tags", []):
+            lines = [" ".join(raw.split()) for raw in answer_lines(text)]
+            answers.append([line for line in lines if len(line) >= 20 and not line.startswith(headers)])
+            answers[-1] = [line for line in answers[-1] if line not in shown]
+            continue
+        printed = "".join("".join(output.get("text", "")) for output in cell.get("outputs", []))
+        shown |= {" ".join(line.split()) for line in (text + "\n" + printed).splitlines()}
+    return answers
+
+
+def _leaks(solution: list[str], files: dict[str, set[str]]) -> list[str]:
+    """Files that hold most of one answer: half its telling lines or more, and at least two. A single idiom such as
+    `optimizer.zero_grad()` in the lesson's own code is not an answer."""
+    need = max(2, (len(solution) + 1) // 2)
+    return [name for name, lines in files.items() if len(solution) >= 2 and sum(s in lines for s in solution) >= need]
 
 
 LESSON_PATHS = sorted(NOTEBOOK_DIR.glob("[0-9][0-9]-*.ipynb"))
 
 
 @pytest.mark.parametrize("path", LESSON_PATHS, ids=lambda p: p.stem)
-def test_no_solution_line_ships_outside_the_answers(path):
-    found = [line for line in _solution_lines(path) if line in _shipped_code()]
-    assert found == [], "move reference answers to companion/checks/answers/ (left out of the student bundle)"
+def test_no_answer_ships_outside_the_answers(path):
+    files = _shipped_files()
+    leaks = {name for solution in _solutions(path) for name in _leaks(solution, files)}
+    assert leaks == set(), "move reference answers to companion/checks/answers/ (left out of the student bundle)"
 
 
-def test_a_solution_line_is_found_in_shipped_code_but_not_in_the_answers(tmp_path):
-    line = _solution_lines(LESSON_PATHS[0])[0]
+def test_an_answer_is_found_in_shipped_code_but_not_in_the_answers(tmp_path):
+    solution = next(s for path in LESSON_PATHS for s in _solutions(path) if len(s) >= 2)
+    body = "".join(f"    {line}\n" for line in solution)
     (tmp_path / "answers").mkdir()
-    (tmp_path / "answers" / "course.py").write_text(f"def reference():\n    {line}\n", encoding="utf-8")
-    assert line not in _shipped_code(tmp_path)
-    (tmp_path / "course.py").write_text(f"def reference():\n    {line}\n", encoding="utf-8")
-    assert line in _shipped_code(tmp_path)
+    (tmp_path / "answers" / "course.py").write_text(f"def reference():\n{body}", encoding="utf-8")
+    assert _leaks(solution, _shipped_files(tmp_path)) == []
+    (tmp_path / "course.py").write_text(f"def reference():\n{body}", encoding="utf-8")
+    assert _leaks(solution, _shipped_files(tmp_path)) == ["course.py"]
+    assert _leaks(solution[:1], _shipped_files(tmp_path)) == [], "one line alone is an idiom, not an answer"

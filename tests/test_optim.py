@@ -571,3 +571,46 @@ def test_check_adam_update_names_eps_inside_the_square_root_in_both_languages():
     with pytest.raises(WrongAnswer, match="inside the square root") as caught:
         check_adam_update(eps_inside)
     assert "平方根" in str(caught.value)
+
+
+def adamw_power_decay(param, grad, exp_avg, exp_avg_sq, step, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2):
+    param.mul_((1 - weight_decay) ** lr)
+    textbook_adam(param, grad, exp_avg, exp_avg_sq, step, lr=lr, betas=betas, eps=eps)
+
+
+def adamw_fixed_decay(param, grad, exp_avg, exp_avg_sq, step, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2):
+    param.mul_(1 - lr * 1e-2)
+    textbook_adam(param, grad, exp_avg, exp_avg_sq, step, lr=lr, betas=betas, eps=eps)
+
+
+def adamw_constant_decay(
+    param, grad, exp_avg, exp_avg_sq, step, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2
+):
+    param.sub_(lr * weight_decay)
+    textbook_adam(param, grad, exp_avg, exp_avg_sq, step, lr=lr, betas=betas, eps=eps)
+
+
+@pytest.mark.parametrize(
+    ("wrong", "hint"),
+    [
+        (adamw_power_decay, "so the decay is what differs"),
+        (adamw_fixed_decay, "not its default value"),
+        (adamw_constant_decay, "so the decay is what differs"),
+    ],
+)
+def test_check_adamw_update_names_the_decay_when_only_the_decay_is_wrong(wrong, hint):
+    # docs/reviews/09-adam.md: the moments were right in all three, and the old hint spoke only of the moments
+    with pytest.raises(WrongAnswer, match=re.escape(hint)) as caught:
+        check_adamw_update(wrong)
+    assert "exp_avg differs" not in str(caught.value) and "衰减" in str(caught.value)
+
+
+def test_check_adam_update_compares_the_moments_with_torch_adam_too():
+    def m_without_one_minus_beta(param, grad, exp_avg, exp_avg_sq, step, lr=1e-3, betas=(0.9, 0.999), eps=1e-8):
+        beta1, beta2 = betas
+        exp_avg.mul_(beta1).add_(grad)  # m / (1 - beta1): param is right, the stored moment is not
+        exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+        param.sub_(lr * (exp_avg * (1 - beta1) / (1 - beta1**step)) / ((exp_avg_sq / (1 - beta2**step)).sqrt() + eps))
+
+    with pytest.raises(WrongAnswer, match="exp_avg differs from torch.optim.Adam's from step 1 on"):
+        check_adam_update(m_without_one_minus_beta)

@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
-from companion.checks.training import EXERCISES, check_accumulated_step, check_predict
+from companion.checks.answers.training import EXERCISES
+from companion.checks.training import check_accumulated_step, check_predict
 from companion.data import digits_datasets
 from companion.exercises import WrongAnswer
 from companion.plotting import COLUMN_WIDTH, use_course_style
@@ -407,19 +408,45 @@ def test_each_reference_passes_and_each_typical_mistake_gets_its_own_hint(exerci
 
 
 def accumulated_step(model, optimizer, loss_fn, micro_batches):
-    """The answer a learner may write: the mean over the whole batch as one concatenated loss."""
-    inputs = torch.cat([x for x, _ in micro_batches])
-    targets = torch.cat([y for _, y in micro_batches])
+    """A right answer written another way: each micro-batch's loss with reduction="sum", one division by the total."""
+    total = sum(len(y) for _, y in micro_batches)
     optimizer.zero_grad()
-    loss = loss_fn(model(inputs), targets)
-    loss.backward()
+    summed = 0.0
+    for x, y in micro_batches:
+        loss = F.cross_entropy(model(x), y, reduction="sum") / total
+        loss.backward()
+        summed += loss.item()
     optimizer.step()
-    return loss.item()
+    return summed
 
 
-def test_check_accumulated_step_accepts_one_step_on_the_concatenated_batch(capsys):
-    check_accumulated_step(accumulated_step)  # the same gradient, to rounding: accepted
+def test_check_accumulated_step_accepts_the_sum_reduction_divided_by_the_total(capsys):
+    check_accumulated_step(accumulated_step)
     assert "✓ Correct" in capsys.readouterr().out
+
+
+def test_check_accumulated_step_rejects_one_step_on_the_concatenated_batch():
+    def concatenated(model, optimizer, loss_fn, micro_batches):  # the same numbers, without accumulating
+        inputs, targets = torch.cat([x for x, _ in micro_batches]), torch.cat([y for _, y in micro_batches])
+        optimizer.zero_grad()
+        loss = loss_fn(model(inputs), targets)
+        loss.backward()
+        optimizer.step()
+        return loss.item()
+
+    with pytest.raises(WrongAnswer, match="A forward pass saw 20 samples"):
+        check_accumulated_step(concatenated)
+
+
+def test_check_accumulated_step_rejects_micro_batches_changed_in_place():
+    def drops_a_sample(model, optimizer, loss_fn, micro_batches):
+        micro_batches.append(micro_batches.pop())  # the same list back: fine
+        loss = accumulated_step(model, optimizer, loss_fn, micro_batches)
+        micro_batches[-1][1].zero_()  # the targets of the caller's last micro-batch are lost
+        return loss
+
+    with pytest.raises(WrongAnswer, match="changed its argument number 1"):
+        check_accumulated_step(drops_a_sample)
 
 
 def test_check_accumulated_step_rejects_a_call_with_parentheses():

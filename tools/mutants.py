@@ -27,14 +27,14 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from companion.exercises import WrongAnswer  # noqa: E402
+from companion.exercises import GLOBAL_STATE, WrongAnswer  # noqa: E402
 
 SWAPS = {ast.Add: ast.Sub, ast.Sub: ast.Add, ast.Mult: ast.Div, ast.Div: ast.Mult, ast.Pow: ast.Mult}
 COMPARE_SWAPS = {ast.Lt: ast.LtE, ast.LtE: ast.Lt, ast.Gt: ast.GtE, ast.GtE: ast.Gt, ast.Eq: ast.NotEq}
 REDUCTIONS = {"sum": "mean", "mean": "sum", "max": "min", "min": "max", "amax": "amin", "amin": "amax"}
 UNWRAPPED = {"clone", "detach", "contiguous", "float", "double"}  # x.clone() -> x
 DROPPED = {"zero_grad", "eval", "train", "backward", "step", "zero_", "manual_seed"}  # the statement goes
-# Statements put first in the body: side effects on the caller that a checker of values alone lets through.
+# Statements run after the result is computed: side effects on the caller that a checker of values alone lets through.
 SIDE_EFFECTS = {
     "reseed the global generator": "torch.manual_seed(0)",
     "leave autograd off": "torch.set_grad_enabled(False)",
@@ -117,7 +117,13 @@ def mutants(fn: Callable) -> Iterator[tuple[str, Callable]]:
             continue
         tree = ast.parse(source)
         body = tree.body[0].body
-        body[0:0] = ast.parse(statement.format(first=parameters[0] if parameters else "")).body
+        effect = ast.parse(statement.format(first=parameters[0] if parameters else "")).body
+        if isinstance(body[-1], ast.Return) and body[-1].value is not None:  # after the result is computed
+            keep = ast.parse("_mutant_result = None").body[0]
+            keep.value = body[-1].value
+            body[-1:] = [keep, *effect, ast.parse("return _mutant_result").body[0]]
+        else:
+            body.extend(effect)
         if (mutant := compiled(tree, fn)) is not None:
             yield what, mutant
 
@@ -153,7 +159,7 @@ def outcome(fn: Callable, args: tuple) -> object:
     args = copy.deepcopy(args)
     grad = torch.is_grad_enabled()
     with contextlib.redirect_stdout(io.StringIO()), torch.random.fork_rng():
-        torch.manual_seed(0)
+        torch.manual_seed(12345)  # not 0: a mutant that reseeds with 0 must move the state
         before = torch.random.get_rng_state()
         try:
             result = fn(*args)
@@ -219,22 +225,27 @@ def judge(exercise, limit: int, random_inputs: int = 3) -> Report:
         if all(same(outcome(mutant, args), want) for args, want in zip(inputs, expected, strict=True)):
             continue  # behaves like the reference: an equivalent mutant, not a test of the checker
         report.kept += 1
-        try:
+        state = {name: get() for name, (get, _, _, _) in GLOBAL_STATE.items()}  # a weak checker may not restore it
+        try:  # from a global state no lesson seeds: a mutant that reseeds must move it
             with contextlib.redirect_stdout(io.StringIO()):
+                torch.manual_seed(987_654_321)
                 exercise.check(mutant)
         except (WrongAnswer, Exception):  # noqa: BLE001 - any refusal counts as rejected
             report.rejected += 1
         else:
             report.survivors.append(what)
+        finally:
+            for name, (_, put, _, _) in GLOBAL_STATE.items():
+                put(state[name])
     return report
 
 
-def all_exercises() -> list:
-    """Every exercise of the course's answers tables."""
+def all_exercises_by_name() -> dict:
+    """Every exercise of the course's answers tables, by its checker's name."""
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from handout import check_tables
 
-    return list(check_tables().values())
+    return check_tables()
 
 
 if __name__ == "__main__":
@@ -245,7 +256,7 @@ if __name__ == "__main__":
     torch.set_num_threads(1)
     print("| checker | mutants that differ | rejected | score | survivors |")
     print("| --- | ---: | ---: | ---: | --- |")
-    for exercise in all_exercises():
+    for exercise in all_exercises_by_name().values():
         if args.only and exercise.check.__name__ != args.only:
             continue
         r = judge(exercise, args.limit)

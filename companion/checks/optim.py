@@ -1,66 +1,146 @@
 """Self-checks for lesson 09: one Adam update on one tensor, and AdamW's decoupled weight decay.
 
-Each check runs the learner's function for several steps on three cases and compares every step with
-`torch.optim.Adam` / `torch.optim.AdamW`; where the result matches a known wrong version, the hint names it.
-"""
+Each check runs the learner's function (inside the harness's sandbox: global state left as found, `grad` not
+changed) for several steps on three cases and compares every step's param, exp_avg and exp_avg_sq with the state of
+`torch.optim.Adam` / `torch.optim.AdamW` themselves, with torch.testing.assert_close's tolerances for the case's
+dtype. Known wrong versions are computed from PyTorch's own moments (or by PyTorch with other settings), and where
+the learner's result matches one, the hint names it. The reference answers, other correct answers and the table of
+typical mistakes live in companion/checks/answers/optim.py."""
 
 import inspect
 from collections.abc import Callable
 
 import torch
 
-from companion.exercises import Exercise, Mistake, passed, require
+from companion.exercises import passed, require, sandbox
 
-# (shape, lr, betas, eps, steps, gradient scale): the last case makes eps matter, so its placement shows.
+# (shape, lr, betas, eps, steps, gradient scale, dtype): betas other than the defaults in case 2, float32 in case 2,
+# and case 3 makes eps matter (eps=1e-2 with gradients of 1e-2), so its placement shows.
 CASES = [
-    ((5,), 1e-3, (0.9, 0.999), 1e-8, 10, 1.0),
-    ((3, 4), 0.05, (0.8, 0.99), 1e-8, 25, 10.0),
-    ((6,), 0.01, (0.9, 0.999), 1e-2, 15, 1e-2),
+    ((5,), 1e-3, (0.9, 0.999), 1e-8, 10, 1.0, torch.float64),
+    ((3, 4), 0.05, (0.8, 0.99), 1e-8, 25, 10.0, torch.float32),
+    ((6,), 0.01, (0.9, 0.999), 1e-2, 15, 1e-2, torch.float64),
 ]
-TOLERANCE = {"rtol": 1e-10, "atol": 1e-12}  # float64 throughout: any other order of operations stays this close
+WEIGHT_DECAY = 0.1  # not the default 1e-2, so an answer that ignores the argument shows
+
+Trajectory = tuple[torch.Tensor, torch.Tensor, torch.Tensor]  # param, exp_avg, exp_avg_sq after each step
 
 
-def _reference_adam_update(param, grad, exp_avg, exp_avg_sq, step, lr=1e-3, betas=(0.9, 0.999), eps=1e-8):
-    """Step number `step` of Adam on one tensor, as the equations read (the reference answer of exercise 1)."""
-    beta1, beta2 = betas
-    exp_avg.mul_(beta1).add_(grad, alpha=1 - beta1)
-    exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
-    m_hat = exp_avg / (1 - beta1**step)
-    v_hat = exp_avg_sq / (1 - beta2**step)
-    param.sub_(lr * m_hat / (v_hat.sqrt() + eps))
+def _close(got: torch.Tensor, want: torch.Tensor) -> bool:
+    """Same dtype, shape and values up to the rounding of that dtype (torch.testing.assert_close's defaults)."""
+    try:
+        torch.testing.assert_close(got, want.to(got.dtype) if got.dtype != want.dtype else want)
+    except AssertionError:
+        return False
+    return True
 
 
-def _reference_adamw_update(
-    param, grad, exp_avg, exp_avg_sq, step, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2
-):
-    """AdamW: shrink the parameter itself first, then the plain Adam step (the reference answer of exercise 2)."""
-    param.mul_(1 - lr * weight_decay)
-    _reference_adam_update(param, grad, exp_avg, exp_avg_sq, step, lr=lr, betas=betas, eps=eps)
+def _same_run(got: Trajectory, want: Trajectory) -> bool:
+    return all(_close(g, w) for g, w in zip(got, want, strict=True))
 
 
-def _mistaken_update(param, grad, exp_avg, exp_avg_sq, step, lr, betas, eps, weight_decay, mistake):
-    """A known wrong version of the update, named by `mistake`, to recognise it in a learner's result."""
-    beta1, beta2 = betas
-    if mistake == "coupled":
-        grad = grad + weight_decay * param
-    elif mistake == "decay without lr":
-        param.mul_(1 - weight_decay)
-    elif weight_decay and mistake != "decay after":
-        param.mul_(1 - lr * weight_decay)
-    exp_avg.mul_(beta1).add_(grad, alpha=1 - beta1)
-    exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
-    bc1, bc2 = (1.0, 1.0) if mistake == "no bias correction" else (1 - beta1**step, 1 - beta2**step)
-    if mistake == "eps before correction":
-        param.addcdiv_(exp_avg, exp_avg_sq.sqrt() + eps, value=-lr * bc2**0.5 / bc1)
-    elif mistake == "eps inside sqrt":
-        param.addcdiv_(exp_avg / bc1, (exp_avg_sq / bc2 + eps).sqrt(), value=-lr)
-    else:
-        param.addcdiv_(exp_avg / bc1, (exp_avg_sq / bc2).sqrt() + eps, value=-lr)
-    if mistake == "decay after":
-        param.mul_(1 - lr * weight_decay)
+def _first_step_off(got: torch.Tensor, want: torch.Tensor) -> int:
+    return next(i for i in range(len(got)) if not _close(got[i], want[i])) + 1
 
 
-ADAM_MISTAKES = {
+def _start(case: tuple, seed: int) -> tuple[torch.Tensor, list[torch.Tensor]]:
+    """A fresh parameter and the gradients of every step, in the case's dtype (no module-level tensor)."""
+    shape, _, _, _, steps, scale, dtype = case
+    generator = torch.Generator().manual_seed(seed)
+    param = torch.randn(shape, dtype=torch.float64, generator=generator).to(dtype)
+    grads = [(torch.randn(shape, dtype=torch.float64, generator=generator) * scale).to(dtype) for _ in range(steps)]
+    return param, grads
+
+
+def _learner_run(update: Callable, case: tuple, seed: int, options: dict) -> Trajectory:
+    """Run the learner's update step by step on fresh tensors, inside the sandbox; `grad` must come back unchanged."""
+    _, lr, betas, eps, _, _, _ = case
+    param, grads = _start(case, seed)
+    exp_avg, exp_avg_sq = torch.zeros_like(param), torch.zeros_like(param)
+    history = []
+    for step, grad in enumerate(grads, start=1):
+        given = grad.clone()
+        with sandbox():
+            update(param, given, exp_avg, exp_avg_sq, step, lr=lr, betas=betas, eps=eps, **options)
+        require(
+            given.dtype == grad.dtype and torch.equal(given, grad),
+            f"step {step}: the update changed grad in place. The caller's gradient belongs to the caller (in "
+            "torch.optim it is param.grad): compute with it out of place, e.g. grad * grad, not grad.mul_(...).",
+            f"第 {step} 步：更新原地改动了 grad。调用者的梯度属于调用者（在 torch.optim 里它就是 param.grad）："
+            "请用非原地的写法计算，例如 grad * grad，而不是 grad.mul_(...)。",
+        )
+        history.append((param.clone(), exp_avg.clone(), exp_avg_sq.clone()))
+    return tuple(torch.stack([h[i] for h in history]) for i in range(3))  # each (steps, *shape)
+
+
+def _torch_run(
+    optimizer_class: type, case: tuple, seed: int, dtype: torch.dtype | None = None, **options
+) -> Trajectory:
+    """The same run with a torch.optim optimizer (single-tensor path): param and its moments after each step."""
+    _, lr, betas, eps, _, _, case_dtype = case
+    start, grads = _start(case, seed)
+    param = start.to(dtype or case_dtype).requires_grad_(True)
+    optimizer = optimizer_class([param], lr=lr, betas=betas, eps=eps, foreach=False, **options)
+    history = []
+    for grad in grads:
+        param.grad = grad.to(param.dtype)
+        optimizer.step()
+        state = optimizer.state[param]
+        history.append((param.detach().clone(), state["exp_avg"].clone(), state["exp_avg_sq"].clone()))
+    return tuple(torch.stack([h[i] for h in history]) for i in range(3))
+
+
+# What a known wrong version does, computed in float64 from PyTorch's own moments (for these the moments do not
+# depend on param): the Adam step u_t of each step, and when the weight decay comes in.
+def _adam_steps(m: torch.Tensor, v: torch.Tensor, case: tuple, how: str) -> torch.Tensor:
+    _, lr, (b1, b2), eps, steps, _, _ = case
+    t = torch.arange(1, steps + 1, dtype=torch.float64).reshape(-1, *[1] * (m.dim() - 1))  # (steps, 1, ...)
+    if how == "step from 0":
+        t = t + 1
+    c1, c2 = 1 - b1**t, 1 - b2**t
+    if how == "no bias correction":
+        return lr * m / (v.sqrt() + eps)
+    if how == "eps before correction":
+        return lr * c2.sqrt() / c1 * m / (v.sqrt() + eps)
+    if how == "eps inside sqrt":
+        return lr * (m / c1) / (v / c2 + eps).sqrt()
+    return lr * (m / c1) / ((v / c2).sqrt() + eps)
+
+
+def _by_formula(case: tuple, seed: int, how: str = "", decay: str = "", factor: float = 1.0) -> Trajectory:
+    """param after each step of a wrong version: Adam's step computed `how`, the decay (factor) `decay`."""
+    start, _ = _start(case, seed)
+    _, m, v = _torch_run(torch.optim.Adam, case, seed, dtype=torch.float64)
+    param, after = start.double(), []
+    for u in _adam_steps(m, v, case, how):
+        if decay == "before":
+            param = param * factor - u
+        elif decay == "after":
+            param = (param - u) * factor
+        else:
+            param = param - u
+        after.append(param)
+    return torch.stack(after), m, v
+
+
+def _wrong_runs(case: tuple, seed: int, weight_decay: float | None) -> dict[str, Trajectory]:
+    """Every known wrong version of this exercise on this case."""
+    _, lr, _, _, _, _, _ = case
+    if weight_decay is None:
+        return {
+            how: _by_formula(case, seed, how)
+            for how in ("no bias correction", "eps before correction", "eps inside sqrt", "step from 0")
+        } | {"betas ignored": _torch_run(torch.optim.Adam, case[:2] + ((0.9, 0.999),) + case[3:], seed)}
+    return {
+        "coupled": _torch_run(torch.optim.Adam, case, seed, weight_decay=weight_decay),
+        "decay after": _by_formula(case, seed, decay="after", factor=1 - lr * weight_decay),
+        "decay without lr": _by_formula(case, seed, decay="before", factor=1 - weight_decay),
+        "decay ignored": _torch_run(torch.optim.AdamW, case, seed, weight_decay=1e-2),
+        "no decay": _torch_run(torch.optim.Adam, case, seed),
+    }
+
+
+HINTS = {
     "no bias correction": (
         "the first steps are too large: there is no bias correction. Divide m by 1 - beta1**step and v by "
         "1 - beta2**step before using them.",
@@ -73,16 +153,25 @@ ADAM_MISTAKES = {
         "torch.optim.Adam 是把 eps 加到 sqrt(v / (1 - beta2**step)) 上。",
     ),
     "eps inside sqrt": (
-        "eps is inside the square root, sqrt(v_hat + eps). Add it after the root: sqrt(v_hat) + eps.",
-        "eps 放在了平方根里面，写成了 sqrt(v_hat + eps)。应该开方之后再加：sqrt(v_hat) + eps。",
+        "eps is inside the square root, sqrt(v_hat + eps). Add it after the root.",
+        "eps 放在了平方根里面，写成了 sqrt(v_hat + eps)。应该开方之后再加。",
     ),
-}
-ADAMW_MISTAKES = {
+    "step from 0": (
+        "the bias correction is one step ahead: `step` is already 1 on the first call (as in torch.optim.Adam), "
+        "so use it as it is in beta1**step and beta2**step.",
+        "偏差修正超前了一步：第一次调用时 `step` 已经是 1（和 torch.optim.Adam 一样），"
+        "所以 beta1**step 和 beta2**step 里直接用它即可。",
+    ),
+    "betas ignored": (
+        "the moments follow the default betas (0.9, 0.999), not the betas this case passes: read beta1, beta2 "
+        "from the `betas` argument.",
+        "两个矩用的是默认的 betas (0.9, 0.999)，而不是这一组传入的 betas：要从参数 `betas` 里取 beta1 和 beta2。",
+    ),
     "coupled": (
-        "this is Adam's L2 weight decay: the decay went into the gradient. AdamW shrinks the parameter itself, "
-        "param.mul_(1 - lr * weight_decay), and gives Adam the plain gradient.",
-        "这是 Adam 的 L2 权重衰减：衰减项被加进了梯度。AdamW 直接缩小参数本身，param.mul_(1 - lr * weight_decay)，"
-        "交给 Adam 的是原来的梯度。",
+        "this is Adam's L2 weight decay (torch.optim.Adam(weight_decay=...)): the decay went into the gradient, "
+        "and so into the moments. AdamW shrinks the parameter itself and gives Adam the plain gradient.",
+        "这是 Adam 的 L2 权重衰减（torch.optim.Adam(weight_decay=...)）：衰减项被加进了梯度，也就进了两个矩。"
+        "AdamW 直接缩小参数本身，交给 Adam 的是原来的梯度。",
     ),
     "decay after": (
         "the decay comes after the Adam step; torch.optim.AdamW shrinks param first, then steps.",
@@ -93,54 +182,26 @@ ADAMW_MISTAKES = {
         "the decay multiplied by lr.",
         "参数每步缩小的比例用了 weight_decay 本身；正确的因子是 1 - lr * weight_decay，也就是衰减要乘以学习率 lr。",
     ),
+    "decay ignored": (
+        f"param decays as with weight_decay=1e-2, but this case passes weight_decay={WEIGHT_DECAY}: use the "
+        "argument, not its default value.",
+        f"param 的衰减相当于 weight_decay=1e-2，可这一组传入的是 weight_decay={WEIGHT_DECAY}：要用传入的参数，"
+        "而不是它的默认值。",
+    ),
+    "no decay": (
+        "param follows plain Adam: the weight decay never happened. AdamW also shrinks the parameter by a "
+        "fraction of itself each step.",
+        "param 的变化和普通的 Adam 一样：权重衰减根本没有发生。AdamW 每一步还要把参数按它自身的一个比例缩小。",
+    ),
 }
 
 
-def _run(update, case, seed, weight_decay=None, mistake=None):
-    """Run `update` (the learner's, or a known wrong version) on a fresh float64 tensor; the start and each step."""
-    shape, lr, betas, eps, steps, scale = case
-    generator = torch.Generator().manual_seed(seed)
-    param = torch.randn(shape, dtype=torch.float64, generator=generator)
-    start = param.clone()
-    exp_avg, exp_avg_sq = torch.zeros_like(param), torch.zeros_like(param)
-    grads = [torch.randn(shape, dtype=torch.float64, generator=generator) * scale for _ in range(steps)]
-    history = []
-    for step, grad in enumerate(grads, start=1):
-        if mistake is None:
-            extra = {} if weight_decay is None else {"weight_decay": weight_decay}
-            update(param, grad.clone(), exp_avg, exp_avg_sq, step, lr=lr, betas=betas, eps=eps, **extra)
-        else:
-            _mistaken_update(param, grad, exp_avg, exp_avg_sq, step, lr, betas, eps, weight_decay or 0.0, mistake)
-        history.append((param.clone(), exp_avg.clone(), exp_avg_sq.clone()))
-    return start, grads, history
-
-
-def _torch_run(optimizer_class, case, grads, start, **options):
-    """The same run with a torch.optim optimizer (single-tensor path); the parameter after each step."""
-    _, lr, betas, eps, _, _ = case
-    param = start.clone().requires_grad_(True)
-    optimizer = optimizer_class([param], lr=lr, betas=betas, eps=eps, foreach=False, **options)
-    after = []
-    for grad in grads:
-        param.grad = grad.clone()
-        optimizer.step()
-        after.append(param.detach().clone())
-    return torch.stack(after)  # (steps, *shape)
-
-
-def _check_update(update, name, optimizer_class, mistakes, weight_decay=None) -> int:
-    """Shared body of the two checks: every case against torch.optim, with a hint for each known mistake."""
-    require(
-        callable(update),
-        f"Pass the function itself: check_{name}({name}), without ().",
-        f"把函数本身传进去：check_{name}({name})，不要加 ()。",
-    )
-    options = {} if weight_decay is None else {"weight_decay": weight_decay}
+def _signature_fits(update: Callable, name: str, options: dict) -> None:
     arguments = "param, grad, exp_avg, exp_avg_sq, step, lr, betas, eps" + (", weight_decay" if options else "")
     try:
         inspect.signature(update).bind(*range(5), lr=0, betas=0, eps=0, **options)
         fits = True
-    except TypeError:
+    except (TypeError, ValueError):
         fits = False
     require(
         fits,
@@ -148,54 +209,109 @@ def _check_update(update, name, optimizer_class, mistakes, weight_decay=None) ->
         "as keyword arguments.",
         f"{name} 的参数应为 ({arguments})，其中 lr、betas、eps{'、weight_decay' * bool(options)} 可以按关键字传入。",
     )
+
+
+def _check_update(update: Callable, name: str, optimizer_class: type, weight_decay: float | None = None) -> int:
+    """Shared body of the two checks: every case against torch.optim, with a hint for each known mistake."""
+    require(
+        callable(update),
+        f"Pass the function itself: check_{name}({name}), without ().",
+        f"把函数本身传进去：check_{name}({name})，不要加 ()。",
+    )
+    options = {} if weight_decay is None else {"weight_decay": weight_decay}
+    _signature_fits(update, name, options)
+    torch_name = f"torch.optim.{optimizer_class.__name__}"
     for number, case in enumerate(CASES, start=1):
         seed = 100 + number
-        start, grads, history = _run(update, case, seed, weight_decay)
-        want = _torch_run(optimizer_class, case, grads, start, **options)
-        where = f"case {number} (lr={case[1]}, betas={case[2]}, eps={case[3]})"
-        where_zh = f"第 {number} 组（lr={case[1]}，betas={case[2]}，eps={case[3]}）"
-        param_1, exp_avg_1, exp_avg_sq_1 = history[0]
+        where = f"case {number} (lr={case[1]}, betas={case[2]}, eps={case[3]}, {str(case[6])[6:]})"
+        where_zh = f"第 {number} 组（lr={case[1]}，betas={case[2]}，eps={case[3]}，{str(case[6])[6:]}）"
+        start, _ = _start(case, seed)
+        got = _learner_run(update, case, seed, options)
+        want = _torch_run(optimizer_class, case, seed, **options)
         require(
-            not torch.equal(param_1, start),
+            not torch.equal(got[0][0], start),
             f"{where}: param did not change. Update it in place (param.sub_(...)); `param = ...` only rebinds a "
             "local name.",
             f"{where_zh}：param 没有变化。请原地更新它（param.sub_(...)）；`param = ...` 只是给局部变量重新赋值。",
         )
         require(
-            bool(exp_avg_1.any()) and bool(exp_avg_sq_1.any()),
+            bool(got[1][0].any()) and bool(got[2][0].any()),
             f"{where}: exp_avg or exp_avg_sq is still zero after step 1. Update the moments in place "
             "(exp_avg.mul_(beta1).add_(...)); `exp_avg = ...` only rebinds a local name.",
             f"{where_zh}：第 1 步之后 exp_avg 或 exp_avg_sq 仍然是零。请原地更新这两个矩"
             "（exp_avg.mul_(beta1).add_(...)）；`exp_avg = ...` 只是给局部变量重新赋值。",
         )
-        got = torch.stack([p for p, _, _ in history])  # (steps, *shape)
-        if torch.allclose(got, want, **TOLERANCE):
+        if _same_run(got, want):
             continue
-        for mistake, (hint, hint_zh) in mistakes.items():
-            _, _, wrong = _run(None, case, seed, weight_decay, mistake)
+        for mistake, wrong in _wrong_runs(case, seed, weight_decay).items():
+            hint, hint_zh = HINTS[mistake]
             require(
-                not torch.allclose(got, torch.stack([p for p, _, _ in wrong]), **TOLERANCE),
-                f"{where}: {hint}",
-                f"{where_zh}：{hint_zh}",
+                not (_same_run(got, wrong) and not _same_run(wrong, want)), f"{where}: {hint}", f"{where_zh}：{hint_zh}"
             )
-        first_bad = next(
-            i for i, (g, w) in enumerate(zip(got, want, strict=True)) if not torch.allclose(g, w, **TOLERANCE)
-        )
+        for index, moment in enumerate(("exp_avg", "exp_avg_sq"), start=1):
+            if not _close(got[index], want[index]):
+                step = _first_step_off(got[index], want[index])
+                worst = (got[index][step - 1].double() - want[index][step - 1].double()).abs().argmax()
+                mine, theirs = (
+                    got[index][step - 1].flatten()[worst].item(),
+                    want[index][step - 1].flatten()[worst].item(),
+                )
+                require(
+                    False,
+                    f"{where}: {moment} differs from {torch_name}'s from step {step} on ({mine:.10g} instead of "
+                    f"{theirs:.10g}). Check m = beta1*m + (1-beta1)*g and v = beta2*v + (1-beta2)*g*g, with the "
+                    "plain gradient g.",
+                    f"{where_zh}：从第 {step} 步起，{moment} 与 {torch_name} 的不同"
+                    f"（{mine:.10g}，应为 {theirs:.10g}）。"
+                    "请核对 m = beta1*m + (1-beta1)*g 和 v = beta2*v + (1-beta2)*g*g，其中 g 是原来的梯度。",
+                )
+        step = _first_step_off(got[0], want[0])
+        if weight_decay is not None:
+            _name_the_adam_part(update, case, seed, where, where_zh, step)
         require(
             False,
-            f"{where}: param differs from torch.optim.{optimizer_class.__name__} from step {first_bad + 1} on. "
-            "Check m = beta1*m + (1-beta1)*g, v = beta2*v + (1-beta2)*g*g, then "
+            f"{where}: the moments match {torch_name}, but param differs from step {step} on. Check "
             "p -= lr * (m / (1 - beta1**step)) / (sqrt(v / (1 - beta2**step)) + eps).",
-            f"{where_zh}：从第 {first_bad + 1} 步起，param 与 torch.optim.{optimizer_class.__name__} 不同。"
-            "请核对 m = beta1*m + (1-beta1)*g，v = beta2*v + (1-beta2)*g*g，"
-            "然后 p -= lr * (m / (1 - beta1**step)) / (sqrt(v / (1 - beta2**step)) + eps)。",
+            f"{where_zh}：两个矩与 {torch_name} 一致，但从第 {step} 步起 param 不同。请核对 "
+            "p -= lr * (m / (1 - beta1**step)) / (sqrt(v / (1 - beta2**step)) + eps)。",
         )
     return len(CASES)
 
 
+def _name_the_adam_part(update: Callable, case: tuple, seed: int, where: str, where_zh: str, step: int) -> None:
+    """An AdamW answer whose moments are right but param is not: run it with weight_decay=0, where it must be Adam,
+    to tell a wrong decay from a wrong Adam step."""
+    plain = _learner_run(update, case, seed, {"weight_decay": 0.0})
+    adam = _torch_run(torch.optim.Adam, case, seed)
+    if _same_run(plain, adam):
+        require(
+            False,
+            f"{where}: with weight_decay=0 your adamw_update is Adam, as it should be, so the decay is what differs "
+            f"from torch.optim.AdamW (from step {step} on). AdamW multiplies param by 1 - lr * weight_decay once "
+            "per step, before the Adam step, and leaves grad and the moments alone.",
+            f"{where_zh}：weight_decay=0 时你的 adamw_update 就是 Adam，这没有问题，所以与 torch.optim.AdamW 不同"
+            f"（从第 {step} 步起）的是衰减。AdamW 每一步在 Adam 更新之前把 param 乘以 1 - lr * weight_decay 一次，"
+            "不动 grad 和两个矩。",
+        )
+    for mistake, wrong in _wrong_runs(case, seed, None).items():
+        hint, hint_zh = HINTS[mistake]
+        require(
+            not _same_run(plain, wrong),
+            f"{where}: with weight_decay=0 your adamw_update should be Adam, but {hint}",
+            f"{where_zh}：weight_decay=0 时你的 adamw_update 应该就是 Adam，但是{hint_zh}",
+        )
+    require(
+        False,
+        f"{where}: even with weight_decay=0 your adamw_update differs from torch.optim.Adam, so the Adam step "
+        "itself is off: check p -= lr * (m / (1 - beta1**step)) / (sqrt(v / (1 - beta2**step)) + eps).",
+        f"{where_zh}：即使 weight_decay=0，你的 adamw_update 也与 torch.optim.Adam 不同，所以是 Adam 这一步本身有误："
+        "请核对 p -= lr * (m / (1 - beta1**step)) / (sqrt(v / (1 - beta2**step)) + eps)。",
+    )
+
+
 def check_adam_update(adam_update: Callable[..., None]) -> None:
     """`adam_update(param, grad, exp_avg, exp_avg_sq, step, lr, betas, eps)` must step like torch.optim.Adam."""
-    cases = _check_update(adam_update, "adam_update", torch.optim.Adam, ADAM_MISTAKES)
+    cases = _check_update(adam_update, "adam_update", torch.optim.Adam)
     passed(
         f"adam_update follows torch.optim.Adam step for step in {cases} cases, bias correction included",
         f"adam_update 在 {cases} 组数据上每一步都与 torch.optim.Adam 一致，偏差修正也没问题",
@@ -204,98 +320,8 @@ def check_adam_update(adam_update: Callable[..., None]) -> None:
 
 def check_adamw_update(adamw_update: Callable[..., None]) -> None:
     """`adamw_update(..., weight_decay)` must step like torch.optim.AdamW (decoupled weight decay)."""
-    cases = _check_update(adamw_update, "adamw_update", torch.optim.AdamW, ADAMW_MISTAKES, weight_decay=0.1)
+    cases = _check_update(adamw_update, "adamw_update", torch.optim.AdamW, weight_decay=WEIGHT_DECAY)
     passed(
         f"adamw_update follows torch.optim.AdamW step for step in {cases} cases, with decoupled weight decay",
         f"adamw_update 在 {cases} 组数据上每一步都与 torch.optim.AdamW 一致，权重衰减确实是解耦的",
     )
-
-
-# Typical wrong answers, each as a learner would write it -------------------------------------------------------------
-
-
-def _adam_without_bias_correction(param, grad, exp_avg, exp_avg_sq, step, lr=1e-3, betas=(0.9, 0.999), eps=1e-8):
-    beta1, beta2 = betas
-    exp_avg.mul_(beta1).add_(grad, alpha=1 - beta1)
-    exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
-    param.sub_(lr * exp_avg / (exp_avg_sq.sqrt() + eps))
-
-
-def _adam_with_the_notes_eps(param, grad, exp_avg, exp_avg_sq, step, lr=1e-3, betas=(0.9, 0.999), eps=1e-8):
-    beta1, beta2 = betas
-    exp_avg.mul_(beta1).add_(grad, alpha=1 - beta1)
-    exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
-    step_size = lr * (1 - beta2**step) ** 0.5 / (1 - beta1**step)
-    param.sub_(step_size * exp_avg / (exp_avg_sq.sqrt() + eps))
-
-
-def _adam_with_eps_inside_the_sqrt(param, grad, exp_avg, exp_avg_sq, step, lr=1e-3, betas=(0.9, 0.999), eps=1e-8):
-    beta1, beta2 = betas
-    exp_avg.mul_(beta1).add_(grad, alpha=1 - beta1)
-    exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
-    m_hat, v_hat = exp_avg / (1 - beta1**step), exp_avg_sq / (1 - beta2**step)
-    param.sub_(lr * m_hat / (v_hat + eps).sqrt())
-
-
-def _adam_rebinding_the_moments(param, grad, exp_avg, exp_avg_sq, step, lr=1e-3, betas=(0.9, 0.999), eps=1e-8):
-    beta1, beta2 = betas
-    exp_avg = beta1 * exp_avg + (1 - beta1) * grad  # a new tensor: the caller's exp_avg stays zero
-    exp_avg_sq = beta2 * exp_avg_sq + (1 - beta2) * grad * grad
-    param.sub_(lr * (exp_avg / (1 - beta1**step)) / ((exp_avg_sq / (1 - beta2**step)).sqrt() + eps))
-
-
-def _coupled_adamw(param, grad, exp_avg, exp_avg_sq, step, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2):
-    _reference_adam_update(param, grad + weight_decay * param, exp_avg, exp_avg_sq, step, lr=lr, betas=betas, eps=eps)
-
-
-def _adamw_decaying_after(
-    param, grad, exp_avg, exp_avg_sq, step, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2
-):
-    _reference_adam_update(param, grad, exp_avg, exp_avg_sq, step, lr=lr, betas=betas, eps=eps)
-    param.mul_(1 - lr * weight_decay)
-
-
-def _adamw_without_lr(param, grad, exp_avg, exp_avg_sq, step, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2):
-    param.mul_(1 - weight_decay)
-    _reference_adam_update(param, grad, exp_avg, exp_avg_sq, step, lr=lr, betas=betas, eps=eps)
-
-
-EXERCISES = [
-    Exercise(
-        check=check_adam_update,
-        reference=_reference_adam_update,
-        mistakes=(
-            Mistake("no bias correction", _adam_without_bias_correction, "there is no bias correction"),
-            Mistake(
-                "eps before the bias correction (the notes)", _adam_with_the_notes_eps, "before the bias correction"
-            ),
-            Mistake("eps inside the square root", _adam_with_eps_inside_the_sqrt, "inside the square root"),
-            Mistake(
-                "moments rebound, not updated in place", _adam_rebinding_the_moments, "Update the moments in place"
-            ),
-            Mistake("called instead of passed", None, "without ()"),
-        ),
-        why="m and v start at zero, so dividing by 1 - beta**step undoes their bias; eps then keeps the division "
-        "finite where the corrected second moment is tiny.",
-        why_zh="m 和 v 都从 0 开始，除以 1 - beta**step 正好抵消这一偏差；eps 则在修正后的二阶矩很小时让除法保持有限。",
-        discuss="The checker compares in float64 with a tolerance of 1e-10: why not demand bit-for-bit equality, as "
-        "the lesson's Adam class achieves?",
-        discuss_zh="自检在 float64 下以 1e-10 的容差比较：为什么不像本课的 Adam 类那样要求逐位相等？",
-    ),
-    Exercise(
-        check=check_adamw_update,
-        reference=_reference_adamw_update,
-        mistakes=(
-            Mistake("coupled (L2) weight decay", _coupled_adamw, "Adam's L2 weight decay"),
-            Mistake("decay after the Adam step", _adamw_decaying_after, "shrinks param first"),
-            Mistake("decay not multiplied by lr", _adamw_without_lr, "the decay multiplied by lr"),
-            Mistake("no weight_decay argument", _reference_adam_update, "must accept (param, grad"),
-        ),
-        why="AdamW takes lr * weight_decay off every weight in proportion to its size, apart from the adaptive "
-        "step, so the decay is not divided by sqrt(v_hat).",
-        why_zh="AdamW 在自适应的那一步之外，按每个权重的大小扣掉 lr * weight_decay 的比例，"
-        "所以衰减不会被 sqrt(v_hat) 除。",
-        discuss="With AdamW, what happens to a weight whose loss gradient is always zero? And with Adam's L2 decay?",
-        discuss_zh="用 AdamW 时，一个损失梯度始终为零的权重会怎样变化？换成 Adam 的 L2 衰减呢？",
-    ),
-]
