@@ -179,6 +179,10 @@ def same(a: object, b: object) -> bool:
         if a.is_floating_point():
             return bool(torch.allclose(a.detach(), b.detach(), rtol=1e-5, atol=1e-6, equal_nan=True))
         return torch.equal(a, b)
+    if isinstance(a, torch.nn.Module) and isinstance(b, torch.nn.Module):  # copies: compare what they hold
+        grads = [[p.grad for p in m.parameters()] for m in (a, b)]
+        modes = [[m.training for m in module.modules()] for module in (a, b)]
+        return same(a.state_dict(), b.state_dict()) and same(*grads) and modes[0] == modes[1]
     if isinstance(a, list | tuple) and isinstance(b, list | tuple):
         return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
     if isinstance(a, dict) and isinstance(b, dict):
