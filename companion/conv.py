@@ -131,14 +131,17 @@ def measure_receptive_field(model: nn.Module, input_size: IntPair, in_channels: 
 
     A copy of the model gets every parameter set to 1 (with positive weights no two paths can cancel), the input
     is all ones, and the extent (last minus first, plus 1) of the nonzero gradient is the receptive field. The span
-    may have holes: `count_read_positions` counts the positions inside it that are really read.
+    may have holes: `count_read_positions` counts the positions inside it that are really read. Valid for
+    convolutions and average pooling, not max pooling: on the all-ones input every window ties, the gradient goes
+    through one element per window, and the span comes out too small.
     """
     rows, cols = _read_mask(model, input_size, in_channels).nonzero(as_tuple=True)  # nonzero positions
     return (int(rows.max() - rows.min()) + 1, int(cols.max() - cols.min()) + 1)
 
 
 def count_read_positions(model: nn.Module, input_size: IntPair, in_channels: int = 1) -> int:
-    """How many input positions (height x width) the middle output element depends on, measured like the span."""
+    """How many input positions (height x width) the middle output element depends on, measured like the span
+    (so, like it, for convolutions and average pooling: not for max pooling)."""
     return int(_read_mask(model, input_size, in_channels).sum())
 
 
