@@ -215,6 +215,21 @@ def test_wrong_inputs_are_rejected_like_torch_with_a_fix(x, fix):
         BatchNorm2dReference(3)(x)
 
 
+def test_inputs_torch_skips_checking_are_rejected_on_purpose():
+    """The lesson's two deliberate input differences: a channel count nothing checks, and an empty training batch."""
+    weightless = nn.BatchNorm2d(3, affine=False, track_running_stats=False)  # neither weight nor running_mean
+    four_channels = torch.randn(2, 4, 5, 5)
+    assert weightless(four_channels).shape == (2, 4, 5, 5)
+    with pytest.raises(ValueError, match="num_features=4"):
+        BatchNorm2dReference.from_module(weightless)(four_channels)
+    counting = nn.BatchNorm2d(3)
+    empty = torch.randn(0, 3, 5, 5)
+    assert counting(empty).shape == (0, 3, 5, 5) and counting.num_batches_tracked.item() == 1
+    with pytest.raises(ValueError, match="at least 2 samples"):
+        BatchNorm2dReference.from_module(nn.BatchNorm2d(3))(empty)
+    assert_close(BatchNorm2dReference(3).eval()(empty), nn.BatchNorm2d(3).eval()(empty))  # evaluation mode: both run
+
+
 @pytest.mark.parametrize(
     ("call", "error", "fix"),
     [
