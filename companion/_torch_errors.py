@@ -74,7 +74,7 @@ def corrupt(path: Path, error: BaseException) -> str:
     return (
         f"'{path.name}' ({path.stat().st_size} bytes) is truncated or corrupt, not a complete torch.save file "
         f"({first_sentence(error)}). Load an earlier checkpoint, and save with save_checkpoint, which never "
-        "leaves a partial file"
+        "leaves a partial file under the checkpoint's own name"
     )
 
 

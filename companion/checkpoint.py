@@ -87,8 +87,9 @@ def load_checkpoint(
 
     `safe_globals` lists your own trusted classes that the file may hold; weights_only=False runs any code the file
     asks for, so pass it only for a file you made yourself. Every failure is a CheckpointError that says what to do.
-    A file from plain torch.save has no digest and loads without that check; a file whose digest record is damaged
-    or cut short is refused, never loaded unchecked.
+    A file from plain torch.save has no digest and loads without that check. A garbled digest record is refused, and
+    so is a zip file whose last record announces a comment of another length than the bytes that follow it (cut
+    short, damaged, or with bytes appended); a file whose last record is itself cut off is refused by torch.load.
     """
     path = _check_load_arguments(path, map_location, weights_only, safe_globals)
     verify_digest(path)
@@ -124,8 +125,12 @@ def _recorded_digest(path: Path) -> str | None:
     in the tail announcing a comment of exactly RECORD_LENGTH bytes, whether or not they are all there.
     """
     with open(path, "rb") as file:
-        file.seek(max(0, path.stat().st_size - 22 - RECORD_LENGTH))
-        tail = file.read()  # the archive's last record, then the comment
+        is_zip = file.read(4) == b"PK\x03\x04"  # a legacy (pre-1.6) torch.save file is not a zip archive
+        file.seek(max(0, path.stat().st_size - 22 - 0xFFFF))  # a zip comment is at most 65535 bytes long
+        end = file.read()
+    if is_zip:
+        _check_comment_length(end, path)
+    tail = end[-22 - RECORD_LENGTH :]  # the archive's last record, then the comment
     if not _looks_signed(tail):
         return None  # a plain torch.save file
     digest = tail[-64:]
@@ -140,6 +145,27 @@ def _recorded_digest(path: Path) -> str | None:
             "earlier checkpoint, or copy the file again from its source"
         )
     return digest.decode()
+
+
+def _check_comment_length(end: bytes, path: Path) -> None:
+    """Refuse a zip file whose last record announces a comment of another length than the bytes that follow it.
+
+    torch.save's record announces 0 bytes and ends the file; save_checkpoint's announces RECORD_LENGTH, which follow.
+    torch.load ignores a mismatch, so a damaged length field (with the mark damaged too) could otherwise make a file
+    with a digest pass for one without. `end` is the file's last 22 + 65535 bytes (a zip comment is at most 65535
+    bytes long); the record is the last END_OF_ARCHIVE in it, as zip readers take it. With no whole record there
+    (cut short, or its signature damaged), torch.load finds no archive end and refuses the file itself.
+    """
+    start = end.rfind(END_OF_ARCHIVE)
+    follows = len(end) - start - 22
+    if start < 0 or follows < 0:
+        return
+    announced = int.from_bytes(end[start + 20 : start + 22], "little")
+    if announced != follows:
+        raise CheckpointError(
+            f"'{path.name}' is damaged: the zip archive's last record announces a comment of {announced} bytes, but "
+            f"{follows} follow it. Load an earlier checkpoint, or copy the file again from its source"
+        )
 
 
 def _looks_signed(tail: bytes) -> bool:
@@ -486,7 +512,7 @@ def _check_file(path: Path) -> Path:
     if path.stat().st_size == 0:
         raise CheckpointError(
             f"'{path.name}' is empty (0 bytes), most likely from an interrupted save: load an earlier checkpoint, "
-            "and save with save_checkpoint, which never leaves a partial file"
+            "and save with save_checkpoint, which never leaves a partial file under the checkpoint's own name"
         )
     return path
 

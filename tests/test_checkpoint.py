@@ -30,6 +30,7 @@ from companion.checkpoint import (
     RECORD_LENGTH,
     CheckpointError,
     PartialLoadReport,
+    _check_comment_length,
     _recorded_digest,
     accuracy,
     eval_frozen_batchnorm,
@@ -322,17 +323,21 @@ def test_plain_torch_save_files_have_no_digest_and_still_load(tmp_path):
 
 
 @pytest.mark.parametrize(
-    "damage",
+    ("damage", "why"),
     [
-        lambda raw: raw[:-1] + b"g",  # not a hex digit
-        lambda raw: raw[: -RECORD_LENGTH - 2] + b"\x00\x00" + raw[-RECORD_LENGTH:],  # the comment's length
-        lambda raw: raw[:-5],  # the end of the digest cut off
+        (lambda raw: raw[:-1] + b"g", "the digest record .* is garbled"),  # not a hex digit
+        (lambda raw: raw[:-70] + b"X" + raw[-69:], "the digest record .* is garbled"),  # a byte of the mark
+        (  # the comment's length
+            lambda raw: raw[: -RECORD_LENGTH - 2] + b"\x00\x00" + raw[-RECORD_LENGTH:],
+            "announces a comment of 0 bytes, but 88 follow",
+        ),
+        (lambda raw: raw[:-5], "announces a comment of 88 bytes, but 83 follow"),  # the end of the digest cut off
     ],
 )
-def test_a_garbled_digest_record_is_reported_as_damage(tmp_path, damage):
+def test_a_garbled_digest_record_is_reported_as_damage(tmp_path, damage, why):
     save_checkpoint({"epoch": 1}, tmp_path / "last.pt")
     (tmp_path / "bad.pt").write_bytes(damage((tmp_path / "last.pt").read_bytes()))
-    with pytest.raises(CheckpointError, match="'bad.pt' is damaged: the digest record .* is garbled"):
+    with pytest.raises(CheckpointError, match=f"'bad.pt' is damaged: {why}|'bad.pt' is damaged: the zip .*{why}"):
         load_checkpoint(tmp_path / "bad.pt")
 
 
@@ -358,10 +363,45 @@ def test_a_digest_record_cut_short_is_refused_never_loaded_unchecked(tmp_path):
     raw = (tmp_path / "last.pt").read_bytes()
     at = raw.index(weight.numpy().tobytes())
     for cut in range(1, 22 + RECORD_LENGTH + 1):  # every length of the last record and the comment, cut off
+        # Up to 88 bytes the last record is whole and announces more comment than is left; cut deeper, the record
+        # itself is cut short and torch.load finds no archive end.
+        why = "the zip archive's last record" if cut <= RECORD_LENGTH else "truncated or corrupt"
         for damaged in [raw, flip(raw, 8 * (at + 40) + 30)]:  # alone, and together with a changed weight
             (tmp_path / "bad.pt").write_bytes(damaged[:-cut])
-            with pytest.raises(CheckpointError, match="'bad.pt'"):
+            with pytest.raises(CheckpointError, match=f"'bad.pt' .*{why}"):
                 load_checkpoint(tmp_path / "bad.pt")
+
+
+def test_a_zip_whose_comment_length_does_not_match_what_follows_is_refused(tmp_path):
+    weight = torch.arange(64.0)
+    save_checkpoint({"weight": weight}, tmp_path / "last.pt")
+    raw = (tmp_path / "last.pt").read_bytes()
+    tail = raw[-22 - RECORD_LENGTH :]
+    # Every value of the 2-byte length field other than RECORD_LENGTH, with the mark after it zeroed as well (so
+    # nothing else shows that the file had a digest): refused.
+    for length in range(2**16):
+        damaged = tail[:20] + length.to_bytes(2, "little") + bytes(len(DIGEST_MARK)) + tail[22 + len(DIGEST_MARK) :]
+        if length == RECORD_LENGTH:
+            _check_comment_length(damaged, tmp_path / "bad.pt")
+        else:
+            with pytest.raises(CheckpointError, match=f"announces a comment of {length} bytes, but 88 follow"):
+                _check_comment_length(damaged, tmp_path / "bad.pt")
+    # The third review's case through load_checkpoint: 12 zero bytes over the length field and 10 bytes of the
+    # mark, alone and with a changed weight (torch.load itself loads both, ignoring the 88 bytes at the end).
+    at = raw.index(weight.numpy().tobytes())
+    start = len(raw) - 22 - RECORD_LENGTH + 20
+    for damaged in [raw, flip(raw, 8 * (at + 40) + 30)]:
+        (tmp_path / "bad.pt").write_bytes(damaged[:start] + bytes(12) + damaged[start + 12 :])
+        torch.load(tmp_path / "bad.pt")
+        with pytest.raises(CheckpointError, match="announces a comment of 0 bytes, but 88 follow"):
+            load_checkpoint(tmp_path / "bad.pt")
+    # A plain torch.save file announces 0 bytes and has 0; with bytes appended it is refused too.
+    torch.save({"weight": weight}, tmp_path / "plain.pt")
+    assert load_checkpoint(tmp_path / "plain.pt")["weight"].equal(weight)
+    for extra in [5, 100, 2**16 - 1]:  # up to the longest comment a zip record can announce
+        (tmp_path / "bad.pt").write_bytes((tmp_path / "plain.pt").read_bytes() + b"x" * extra)
+        with pytest.raises(CheckpointError, match=f"announces a comment of 0 bytes, but {extra} follow"):
+            load_checkpoint(tmp_path / "bad.pt")
 
 
 def test_a_plain_file_ending_in_other_bytes_is_still_unsigned(tmp_path):
