@@ -14,6 +14,7 @@ import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from companion.checks.answers.optim import _reference_adam_update
 from companion.checks.optim import check_adam_update, check_adamw_update
 from companion.data import digits_datasets
 from companion.exercises import WrongAnswer
@@ -462,15 +463,6 @@ def test_plot_trajectories_draws_one_panel_per_path():
 # Exercise checks ------------------------------------------------------------------------------------------------------
 
 
-def textbook_adam(param, grad, exp_avg, exp_avg_sq, step, lr=1e-3, betas=(0.9, 0.999), eps=1e-8):
-    beta1, beta2 = betas
-    exp_avg.mul_(beta1).add_(grad, alpha=1 - beta1)
-    exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
-    m_hat = exp_avg / (1 - beta1**step)
-    v_hat = exp_avg_sq / (1 - beta2**step)
-    param.sub_(lr * m_hat / (v_hat.sqrt() + eps))
-
-
 def pytorch_order_adam(param, grad, exp_avg, exp_avg_sq, step, lr=1e-3, betas=(0.9, 0.999), eps=1e-8):
     beta1, beta2 = betas
     exp_avg.lerp_(grad, 1 - beta1)
@@ -503,7 +495,7 @@ def adam_with_abs_gradient(param, grad, exp_avg, exp_avg_sq, step, lr=1e-3, beta
     param.sub_(lr * (exp_avg / (1 - beta1**step)) / ((exp_avg_sq / (1 - beta2**step)).sqrt() + eps))
 
 
-@pytest.mark.parametrize("right", [textbook_adam, pytorch_order_adam])
+@pytest.mark.parametrize("right", [_reference_adam_update, pytorch_order_adam])
 def test_check_adam_update_passes_right_answers_in_any_order(right, capsys):
     check_adam_update(right)
     assert capsys.readouterr().out.startswith("✓ Correct / 正确: adam_update follows torch.optim.Adam")
@@ -515,7 +507,7 @@ def test_check_adam_update_passes_right_answers_in_any_order(right, capsys):
         (adam_rebinding_moments, "Update the moments in place"),
         (adam_rebinding_param, "param did not change"),
         (adam_with_abs_gradient, "g*g"),
-        (textbook_adam(torch.zeros(1), torch.ones(1), torch.zeros(1), torch.zeros(1), 1), "without ()"),
+        (_reference_adam_update(torch.zeros(1), torch.ones(1), torch.zeros(1), torch.zeros(1), 1), "without ()"),
     ],
 )
 def test_check_adam_update_rejects_wrong_answers_with_a_hint(wrong, hint):
@@ -525,21 +517,21 @@ def test_check_adam_update_rejects_wrong_answers_with_a_hint(wrong, hint):
 
 def right_adamw(param, grad, exp_avg, exp_avg_sq, step, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2):
     param.mul_(1 - lr * weight_decay)
-    textbook_adam(param, grad, exp_avg, exp_avg_sq, step, lr=lr, betas=betas, eps=eps)
+    _reference_adam_update(param, grad, exp_avg, exp_avg_sq, step, lr=lr, betas=betas, eps=eps)
 
 
 def coupled_adamw(param, grad, exp_avg, exp_avg_sq, step, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2):
-    textbook_adam(param, grad + weight_decay * param, exp_avg, exp_avg_sq, step, lr=lr, betas=betas, eps=eps)
+    _reference_adam_update(param, grad + weight_decay * param, exp_avg, exp_avg_sq, step, lr=lr, betas=betas, eps=eps)
 
 
 def late_adamw(param, grad, exp_avg, exp_avg_sq, step, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2):
-    textbook_adam(param, grad, exp_avg, exp_avg_sq, step, lr=lr, betas=betas, eps=eps)
+    _reference_adam_update(param, grad, exp_avg, exp_avg_sq, step, lr=lr, betas=betas, eps=eps)
     param.mul_(1 - lr * weight_decay)
 
 
 def no_lr_adamw(param, grad, exp_avg, exp_avg_sq, step, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2):
     param.mul_(1 - weight_decay)
-    textbook_adam(param, grad, exp_avg, exp_avg_sq, step, lr=lr, betas=betas, eps=eps)
+    _reference_adam_update(param, grad, exp_avg, exp_avg_sq, step, lr=lr, betas=betas, eps=eps)
 
 
 def test_check_adamw_update_passes_a_right_answer(capsys):
@@ -553,7 +545,7 @@ def test_check_adamw_update_passes_a_right_answer(capsys):
         (coupled_adamw, "Adam's L2 weight decay"),
         (late_adamw, "shrinks param first"),
         (no_lr_adamw, "the decay multiplied by lr"),
-        (textbook_adam, "must accept (param, grad, exp_avg, exp_avg_sq, step, lr, betas, eps, weight_decay)"),
+        (_reference_adam_update, "must accept (param, grad, exp_avg, exp_avg_sq, step, lr, betas, eps, weight_decay)"),
     ],
 )
 def test_check_adamw_update_rejects_wrong_answers_with_a_hint(wrong, hint):
@@ -575,19 +567,19 @@ def test_check_adam_update_names_eps_inside_the_square_root_in_both_languages():
 
 def adamw_power_decay(param, grad, exp_avg, exp_avg_sq, step, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2):
     param.mul_((1 - weight_decay) ** lr)
-    textbook_adam(param, grad, exp_avg, exp_avg_sq, step, lr=lr, betas=betas, eps=eps)
+    _reference_adam_update(param, grad, exp_avg, exp_avg_sq, step, lr=lr, betas=betas, eps=eps)
 
 
 def adamw_fixed_decay(param, grad, exp_avg, exp_avg_sq, step, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2):
     param.mul_(1 - lr * 1e-2)
-    textbook_adam(param, grad, exp_avg, exp_avg_sq, step, lr=lr, betas=betas, eps=eps)
+    _reference_adam_update(param, grad, exp_avg, exp_avg_sq, step, lr=lr, betas=betas, eps=eps)
 
 
 def adamw_constant_decay(
     param, grad, exp_avg, exp_avg_sq, step, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2
 ):
     param.sub_(lr * weight_decay)
-    textbook_adam(param, grad, exp_avg, exp_avg_sq, step, lr=lr, betas=betas, eps=eps)
+    _reference_adam_update(param, grad, exp_avg, exp_avg_sq, step, lr=lr, betas=betas, eps=eps)
 
 
 @pytest.mark.parametrize(
