@@ -19,8 +19,8 @@ def _longest_files_first(items):
     """Order the files so that `make test`'s two workers finish together (with xdist's --no-loadscope-reorder).
 
     Workers take whole files in this order as they become free; a long file taken last keeps one worker busy while
-    the other idles. Notebooks run a kernel twice and take longest, later lessons longer than earlier ones, so they
-    come first, last lesson first; test files follow in name order. Items inside a file keep their order.
+    the other idles. Notebooks take longest, later lessons longer than earlier ones, so they come first, last
+    lesson first; test files follow in name order. Items inside a file keep their order.
     """
 
     def rank(item):

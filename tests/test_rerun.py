@@ -1,4 +1,4 @@
-"""`make test` runs every notebook twice in one kernel (`--rerun-notebooks`, conftest.py): prove the second pass can
+"""`make rerun` runs every notebook twice in one kernel (`--rerun-notebooks`, conftest.py): prove the second pass can
 fail, on a notebook whose cell depends on state the first pass left behind, and passes on a re-run safe one."""
 
 import os
