@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from companion.checks.course import check_repeatable_draws
-from companion.course import environment_report, setup_notebook, show_source
+from companion.course import _show_raising_line, environment_report, setup_notebook, show_source
 from companion.exercises import WrongAnswer
 
 
@@ -102,3 +102,57 @@ def test_show_source_prints_the_code_itself(capsys):
     assert capsys.readouterr().out.startswith("def seeded_pair():\n    torch.manual_seed(3)")
     with pytest.raises(TypeError, match="takes a function, method or class"):
         show_source("seeded_pair")
+
+
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+@pytest.fixture
+def shell():
+    """An IPython shell as a notebook kernel has it after setup_notebook(): %xmode Minimal and the raising line."""
+    import sys
+
+    from IPython.core.interactiveshell import InteractiveShell
+
+    saved = sys.excepthook, sys.displayhook, sys.modules.get("__main__")
+    shell = InteractiveShell.instance()
+    shell.InteractiveTB.set_mode(mode="Minimal")
+    _show_raising_line(shell)
+    _show_raising_line(shell)  # setup_notebook() runs again on a second Run All: wrapped once
+    shell.shown = []
+    shell._showtraceback = lambda etype, evalue, stb: shell.shown.append(ANSI.sub("", "\n".join(stb)).strip())
+    yield shell
+    InteractiveShell.clear_instance()
+    sys.excepthook, sys.displayhook = saved[:2]
+    sys.modules["__main__"] = saved[2]
+
+
+def test_an_error_shows_the_cell_line_that_raised_not_the_libraries(shell):
+    shell.run_cell("import torch\n\n\ndef one_hot(x):\n    y = x + 1\n    return y.view(2, 2)", store_history=True)
+    shell.run_cell(
+        "from companion.exercises import call_learner\n\ncall_learner(one_hot, torch.zeros(3))", store_history=True
+    )
+    shown = shell.shown.pop().splitlines()
+    assert shown[0] == "Cell In[1], line 6, in one_hot" and shown[1] == "    return y.view(2, 2)"
+    assert shown[-1] == "RuntimeError: shape '[2, 2]' is invalid for input of size 3" and len(shown) == 3
+    shell.run_cell("x = torch.zeros(3)\nx.view(2, 2)", store_history=True)
+    assert shell.shown.pop().splitlines()[:2] == ["Cell In[3], line 2", "    x.view(2, 2)"]
+
+
+def test_a_one_line_cell_and_a_wrong_answer_stay_one_message(shell):
+    shell.run_cell("import torch\n\nx = torch.zeros(3)", store_history=True)
+    shell.run_cell("x.view(2, 2)", store_history=True)
+    assert shell.shown.pop() == "RuntimeError: shape '[2, 2]' is invalid for input of size 3"
+    shell.run_cell("from companion.exercises import require\n\nrequire(False, 'a hint', '提示')", store_history=True)
+    assert shell.shown.pop() == "WrongAnswer: a hint\n提示：提示"
+
+
+def test_xmode_verbose_gives_the_full_traceback_back(shell):
+    shell.run_cell("import torch\n\nx = torch.zeros(3)", store_history=True)
+    shell.run_line_magic("xmode", "Verbose")
+    shell.run_cell("y = 1\nx.view(2, 2)", store_history=True)
+    verbose = shell.shown.pop()
+    assert "Traceback (most recent call last)" in verbose and "----> 2 x.view(2, 2)" in verbose
+    shell.run_line_magic("xmode", "Minimal")
+    shell.run_cell("y = 1\nx.view(2, 2)", store_history=True)
+    assert shell.shown.pop().splitlines()[0] == "Cell In[3], line 2"

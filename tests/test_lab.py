@@ -1,4 +1,7 @@
-"""`make lab` really opens the learner's workspace: started headless on 127.0.0.1 twice, with an edit in between."""
+"""`make lab` really opens the learner's workspace: started headless on 127.0.0.1 twice, with an edit in between.
+
+The server is started by `tools/course.py lab`, what `make lab` calls (tests/test_entry.py checks that), so the test
+also runs where make is absent."""
 
 import json
 import os
@@ -6,12 +9,14 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import time
 import urllib.request
 from contextlib import contextmanager
 from pathlib import Path
 
 import nbformat
+import pytest
 
 from lesson_copies import ANSWER_MARK, answer_lines, is_solution
 from notebook_rules import NOTEBOOK_DIR, ROOT
@@ -36,7 +41,8 @@ def request(url: str, data: dict | None = None) -> dict:
 
 @contextmanager
 def make_lab(tmp_path: Path, target: str, workspace: str):
-    """Run `make <target>` headless on a free port; yield the base URL and the log path; stop it."""
+    """Run `python tools/course.py <target>` (what `make <target>` runs) headless on a free port; yield the base URL
+    and the log path; stop it."""
     port = free_port()
     args = (
         f"--no-browser --ServerApp.ip=127.0.0.1 --ServerApp.port={port} --ServerApp.port_retries=0 "
@@ -47,7 +53,7 @@ def make_lab(tmp_path: Path, target: str, workspace: str):
     log_path = tmp_path / f"{target}-{port}.log"
     with open(log_path, "w") as log:
         lab = subprocess.Popen(
-            ["make", "-s", target, f"WORKSPACE={workspace}", f"LAB_ARGS={args}"],
+            [sys.executable, "tools/course.py", target, f"WORKSPACE={workspace}", f"LAB_ARGS={args}"],
             cwd=ROOT,
             env=env,
             start_new_session=True,
@@ -72,6 +78,7 @@ def make_lab(tmp_path: Path, target: str, workspace: str):
             lab.wait(timeout=30)
 
 
+@pytest.mark.integration
 def test_make_lab_serves_stubbed_copies_and_keeps_the_learners_edit(tmp_path):
     workspace = f"build/test-lab-{os.getpid()}"
     lessons = sorted(p.name for p in NOTEBOOK_DIR.glob("[0-9][0-9]-*.ipynb"))
@@ -121,7 +128,9 @@ def test_make_lab_serves_stubbed_copies_and_keeps_the_learners_edit(tmp_path):
 
 def test_lab_teacher_and_notebook_open_the_right_folders():
     dry = {
-        target: subprocess.run(["make", "-n", target], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+        target: subprocess.run(
+            [sys.executable, "tools/course.py", "-n", target], cwd=ROOT, capture_output=True, text=True, check=True
+        ).stdout
         for target in ("lab", "lab-teacher", "notebook")
     }
     assert "tools/workspace.py lab --workspace workspace" in dry["lab"]

@@ -3,6 +3,7 @@
 import re
 import tomllib
 
+from course import Course, Env, settings
 from packaging.requirements import Requirement
 
 from notebook_rules import NOTEBOOK_DIR, ROOT
@@ -55,11 +56,18 @@ def test_constraints_pin_every_dependency_within_its_range():
     assert pins["torch"] == "2.13.0", "pin the release, not the +cpu build, so the pin holds on every platform"
 
 
-def test_makefile_takes_the_cpu_build_of_torch_on_linux():
-    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
-    assert "TORCH_SPEC ?= torch==$(TORCH_VERSION)+cpu" in makefile
-    assert "--extra-index-url https://download.pytorch.org/whl/cpu" in makefile
-    assert re.search(r"pip install .*--no-deps \$\(TORCH_INDEX\) \"\$\(TORCH_SPEC\)\"", makefile)
+def test_the_cpu_build_of_torch_on_linux_alone_without_its_dependencies():
+    course = Course(settings([], {}, "Linux"), windows=False)
+    steps = course.install(course.env, course.s["TORCH_SPEC"])
+    torch_step = next(step for step in steps if "torch==2.13.0+cpu" in step.argv)
+    assert torch_step.argv[-4:] == [
+        "--no-deps",
+        "--extra-index-url",
+        "https://download.pytorch.org/whl/cpu",
+        "torch==2.13.0+cpu",
+    ]
+    assert settings([], {}, "Darwin")["TORCH_SPEC"] == "torch==2.13.0"
+    assert settings([], {}, "Windows")["TORCH_INDEX"] == ""
 
 
 def test_readme_opens_with_the_two_commands():
@@ -75,8 +83,13 @@ def test_readme_lists_every_lesson():
         assert f"notebooks/{path.name}" in readme, f"README does not list {path.name}"
 
 
-def test_the_torch_asked_for_stays_installed():
+def test_the_torch_asked_for_stays_installed(tmp_path):
     """constraints.txt pins torch 2.13.0; installing the rest against it would silently replace a TORCH_SPEC."""
-    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
-    assert "grep -v '^torch==' constraints.txt > $(VENV)/constraints-without-torch.txt" in makefile
-    assert "-c constraints.txt" not in makefile
+    course = Course(settings([], {}, "Linux"), root=ROOT, windows=False)
+    course.env = Env(tmp_path, windows=False)
+    steps = course.install(course.env, "torch==2.14.1")
+    next(step for step in steps if step.action is not None and "constraints" in step.describe).action()
+    text = (tmp_path / "constraints-without-torch.txt").read_text(encoding="utf-8")
+    assert "torch==" not in text and "numpy==" in text
+    rest = next(step for step in steps if "-e" in step.argv)
+    assert rest.argv[rest.argv.index("-c") + 1] == str(tmp_path / "constraints-without-torch.txt")

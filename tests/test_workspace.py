@@ -133,8 +133,29 @@ def test_sync_updates_untouched_lessons_and_keeps_changed_ones(course):
     report = ws.Workspace(folder, notebooks).sync()
     assert report.copied == ["02-add.ipynb"] and report.kept == ["00-add.ipynb"] and report.updated == ["01-add.ipynb"]
     assert "# mine" in (folder / "00-add.ipynb").read_text(), "the learner's change survived"
-    text = "\n".join(report.lines(folder))
+    text = "\n".join(report.lines(folder, "make lab"))
     assert "make lab REFRESH=00" in text and "你改过" in text
+
+
+@pytest.mark.parametrize(
+    ("command", "suggested"),
+    [
+        ("make notebook", "make notebook REFRESH=00 WORKSPACE={folder}"),
+        ("python3 tools/course.py notebook", "python3 tools/course.py notebook REFRESH=00 WORKSPACE={folder}"),
+        (r"py tools\course.py lab", r"py tools\course.py lab REFRESH=00 WORKSPACE={folder}"),
+        (None, "python tools/workspace.py refresh 00 --workspace {folder}"),
+    ],
+)
+def test_messages_name_the_command_the_learner_typed(course, command, suggested):
+    """`make notebook` must not send the learner to `make lab`, nor a learner without make to make at all."""
+    notebooks, folder = course
+    ws.Workspace(folder, notebooks).sync()
+    edit(folder / "00-add.ipynb")
+    nbformat.write(lesson("00", prose="We add one, again."), notebooks / "00-add.ipynb")
+    lines = ws.Workspace(folder, notebooks).sync().lines(folder, command)
+    assert lines[-1].endswith(": " + suggested.format(folder=folder)), lines
+    assert (command == "make notebook") == ("make" in "\n".join(lines)), "make only where the learner typed make"
+    assert ws.lesson_command("00-add.ipynb", ws.DEFAULT_WORKSPACE, "make lab") == "make lab REFRESH=00"
 
 
 def test_a_changed_lesson_that_did_not_change_upstream_is_not_reported(course):

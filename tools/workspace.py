@@ -12,6 +12,9 @@ language and what was copied.
     python tools/workspace.py sync [--lang ...]              copy and report, open nothing
     python tools/workspace.py refresh NN                     fresh copy of one lesson, the old one backed up
 
+tools/course.py (which every make target calls) passes `--command "make lab"` or `--command "python3 tools/course.py
+notebook"`: the command a message suggests is the one the learner typed, with REFRESH=NN added.
+
 The Jupyter server is rooted at the project, so README.md, companion/ and the glossary are one click away, and it
 uses the course's Jupyter configuration (jupyter/): a style sheet that renders Chinese with the bundled font.
 """
@@ -21,6 +24,8 @@ import hashlib
 import json
 import os
 import shutil
+import signal
+import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
@@ -68,11 +73,16 @@ def content_key(name: str, text: str) -> str:
     return digest(text)
 
 
-def lesson_command(name: str, workspace: Path) -> str:
-    """The command that refreshes one lesson, as the learner types it."""
+def lesson_command(name: str, workspace: Path, command: str | None = None) -> str:
+    """The command that refreshes one lesson, as the learner types it: `command` is how they started this run
+    (`make notebook`, `python3 tools/course.py lab`), which takes NAME=value settings; None: this script itself."""
     number = name.split("-", 1)[0] if name[:2].isdigit() else name
-    where = "" if workspace.resolve() == DEFAULT_WORKSPACE.resolve() else f" WORKSPACE={relative(workspace)}"
-    return f"make lab REFRESH={number}{where}"
+    default = workspace.resolve() == DEFAULT_WORKSPACE.resolve()
+    if command is None:
+        return f"python tools/workspace.py refresh {number}" + (
+            "" if default else f" --workspace {relative(workspace)}"
+        )
+    return f"{command} REFRESH={number}" + ("" if default else f" WORKSPACE={relative(workspace)}")
 
 
 def relative(path: Path) -> str:
@@ -93,7 +103,8 @@ class Report:
     removed: list[str] = field(default_factory=list)
     orphaned: list[str] = field(default_factory=list)  # changed by the learner, no longer in the course
 
-    def lines(self, workspace: Path) -> list[str]:
+    def lines(self, workspace: Path, command: str | None = None) -> list[str]:
+        """What to tell the learner; `command` is how they started this run (see lesson_command)."""
         out = []
         if self.copied:
             out.append(f"Copied / 已复制: {', '.join(self.copied)}")
@@ -106,14 +117,14 @@ class Report:
                 f"{name}: updated in the course, but you changed your copy, so it was kept.",
                 f"  {name}：课程里这一课有更新，但你改过自己的副本，所以保留了你的版本。",
                 f"  New version, yours backed up in {relative(workspace / BACKUPS)}/ / 换成新版本（你的版本备份到"
-                f" {relative(workspace / BACKUPS)}/）: {lesson_command(name, workspace)}",
+                f" {relative(workspace / BACKUPS)}/）: {lesson_command(name, workspace, command)}",
             ]
         for name in self.kept_language:
             out += [
                 f"{name}: you changed your copy, so it stays in the language it was copied in.",
                 f"  {name}：你改过自己的副本，所以它保留复制时的语言。",
                 f"  This language, yours backed up in {relative(workspace / BACKUPS)}/ / 换成当前语言（你的版本备份到"
-                f" {relative(workspace / BACKUPS)}/）: {lesson_command(name, workspace)}",
+                f" {relative(workspace / BACKUPS)}/）: {lesson_command(name, workspace, command)}",
             ]
         for name in self.orphaned:
             out.append(f"{name}: no longer in the course; your copy is kept / 课程里已没有这一课，保留了你的副本")
@@ -218,7 +229,7 @@ def jupyter_command(app: str, folder: Path, extra: list[str]) -> tuple[list[str]
     url_folder = folder.resolve().relative_to(ROOT).as_posix()
     # jupyter-lab itself, not `jupyter lab`, which would start one more Python only to start it
     name = "jupyter-lab" if app == "lab" else "jupyter-notebook"
-    installed = Path(sys.executable).parent / name
+    installed = Path(sys.executable).parent / (f"{name}.exe" if os.name == "nt" else name)  # Scripts\ on Windows
     command = [str(installed) if installed.exists() else name]
     command.append(f"--ServerApp.root_dir={ROOT}")
     if app == "lab":
@@ -231,6 +242,18 @@ def jupyter_command(app: str, folder: Path, extra: list[str]) -> tuple[list[str]
     return command + extra, env
 
 
+def start(command: list[str], env: dict[str, str]) -> int:
+    """Become the Jupyter server on POSIX; on Windows, where os.exec* starts a new process and hands the console
+    back to the shell at once, run it as a child and wait, Ctrl-C going to Jupyter alone."""
+    if os.name != "nt":
+        os.execvpe(command[0], command, env)
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        return subprocess.call(command, env=env)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     extra = argv[argv.index("--") + 1 :] if "--" in argv else []
@@ -241,6 +264,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--lang", choices=LANGUAGES, help="en, zh or both; remembered for later runs")
     parser.add_argument("--refresh", metavar="NN", help="first replace this lesson with a fresh copy (backed up)")
     parser.add_argument("--workspace", type=Path, default=DEFAULT_WORKSPACE, help="default: workspace/")
+    parser.add_argument("--command", help="how the learner started this run, for the commands messages suggest")
     args = parser.parse_args(argv)
     workspace = Workspace(args.workspace if args.workspace.is_absolute() else ROOT / args.workspace)
 
@@ -248,7 +272,7 @@ def main(argv: list[str] | None = None) -> int:
         command, env = jupyter_command("lab", NOTEBOOK_DIR, extra)
         print("Opening the source notebooks, answers included (for teachers and authors).")
         print("打开源笔记本（含答案，供教师和作者使用）。", flush=True)
-        os.execvpe(command[0], command, env)
+        return start(command, env)
 
     if args.action == "refresh" or args.refresh:
         lesson = args.lesson if args.action == "refresh" else args.refresh
@@ -269,14 +293,13 @@ def main(argv: list[str] | None = None) -> int:
         print("  带答案的原版在 notebooks/ 里。")
     elif args.lang:
         print(f"Language / 语言: {LANGUAGE_NAMES[workspace.language]}")
-    for line in report.lines(workspace.path):
+    for line in report.lines(workspace.path, args.command):
         print(line)
     sys.stdout.flush()
     if args.action == "sync":
         return 0
     command, env = jupyter_command(args.action, workspace.path, extra)
-    os.execvpe(command[0], command, env)
-    return 0  # not reached
+    return start(command, env)
 
 
 if __name__ == "__main__":
