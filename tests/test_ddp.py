@@ -122,6 +122,7 @@ def node_runs(script, tmp_path_factory):
     return outcomes, workdir
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("rendezvous", ["static", "c10d"])
 def test_ddp_on_two_nodes_equals_one_process_on_the_whole_batch(node_runs, rendezvous):
     results = node_runs[0][rendezvous]
@@ -133,6 +134,7 @@ def test_ddp_on_two_nodes_equals_one_process_on_the_whole_batch(node_runs, rende
     assert results[0]["epoch_losses"] == results[1]["epoch_losses"]
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("rendezvous", ["static", "c10d"])
 def test_two_nodes_on_loopback_number_their_ranks_by_node(node_runs, rendezvous):
     nodes = node_runs[0][rendezvous]
@@ -145,6 +147,7 @@ def test_two_nodes_on_loopback_number_their_ranks_by_node(node_runs, rendezvous)
         assert [r["node_rank"] for r in nodes] == [0, 1]
 
 
+@pytest.mark.integration
 def test_ddp_starts_every_rank_from_rank_0s_parameters(node_runs):
     built = [r["built"] for r in node_runs[0]["static"]]
     assert built[0] == flat_parameters(seeded(lambda: nn.Linear(3, 1), 0))
@@ -152,6 +155,7 @@ def test_ddp_starts_every_rank_from_rank_0s_parameters(node_runs):
     assert [r["started"] for r in node_runs[0]["static"]] == [built[0], built[0]]  # ...made equal by DDP(model)
 
 
+@pytest.mark.integration
 def test_checkpoint_saved_by_rank_0_loads_on_every_rank(node_runs):
     outcomes, workdir = node_runs
     results = outcomes["static"]
@@ -164,6 +168,7 @@ def test_checkpoint_saved_by_rank_0_loads_on_every_rank(node_runs):
     assert not [p.name for p in workdir.iterdir() if p.name.endswith(".tmp")]  # save_checkpoint left no partial
 
 
+@pytest.mark.integration
 def test_under_torchrun_the_notes_parser_gets_no_local_rank_argument():
     # The lesson shows the old launcher failing on the note's script; here torchrun runs it for real.
     run = run_script(NOTES_SCRIPT, 2)
@@ -306,6 +311,7 @@ def test_plot_sampler_hatches_exactly_the_padding_within_the_column():
         plt.close(fig)
 
 
+@pytest.mark.integration
 def test_spawn_worker_sets_what_torchrun_sets_and_runs_the_script_as_main(tmp_path):
     script = tmp_path / "show.py"
     script.write_text(

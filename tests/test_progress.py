@@ -65,6 +65,7 @@ def test_fresh_workspace_reports_every_exercise_not_attempted(course):
     assert "not attempted / 未作答" in report and "Lesson / 课" in report
 
 
+@pytest.mark.integration
 def test_reference_answers_pass_and_a_typical_mistake_gets_its_hint(course):
     lesson_03 = course / LESSONS[1].name  # lesson 00 stays untouched: reported without running it
     wrong, hint = typical_mistake(lesson_03, 1)
@@ -80,6 +81,7 @@ def test_reference_answers_pass_and_a_typical_mistake_gets_its_hint(course):
     assert not any((course / name).exists() for name in ("checkpoints", "runs")), "lessons ran in a temporary folder"
 
 
+@pytest.mark.integration
 def test_a_cell_that_raises_or_loops_is_reported_and_the_run_goes_on(tmp_path):
     notebook = nbformat.v4.new_notebook()
     notebook.cells = [

@@ -35,6 +35,7 @@ def folder(tmp_path):
     path.rmdir()
 
 
+@pytest.mark.integration
 def test_the_second_pass_fails_on_state_left_by_the_first_and_passes_a_safe_notebook(folder):
     for name, source in (("safe", SAFE), ("stateful", STATEFUL)):
         nbformat.write(lesson(source), folder / f"{name}.ipynb")
