@@ -136,6 +136,28 @@ def _grads(module: nn.Module) -> list[torch.Tensor | None]:
     return [p.grad for p in module.parameters()]
 
 
+def _snapshot(value: object) -> object:
+    """A deep copy that keeps what copy.deepcopy leaves out: the .grad of every nn.Parameter (a module's included)."""
+    copied = copy.deepcopy(value)
+    _copy_grads(value, copied)
+    return copied
+
+
+def _copy_grads(original: object, copied: object) -> None:
+    if isinstance(original, dict):
+        for key in original:
+            _copy_grads(original[key], copied[key])
+    elif isinstance(original, list | tuple):
+        for a, b in zip(original, copied, strict=True):
+            _copy_grads(a, b)
+    elif isinstance(original, nn.Module | nn.Parameter):
+        parameters = original.parameters() if isinstance(original, nn.Module) else [original]
+        twins = copied.parameters() if isinstance(copied, nn.Module) else [copied]
+        for parameter, twin in zip(parameters, twins, strict=True):
+            if parameter.grad is not None:
+                twin.grad = parameter.grad.detach().clone()
+
+
 @contextmanager
 def sandbox(may_change: frozenset[str] = frozenset()) -> Iterator[None]:
     """Around one call of the learner's code: it must leave PyTorch's, Python's and NumPy's global state as it found
@@ -157,7 +179,7 @@ def sandbox(may_change: frozenset[str] = frozenset()) -> Iterator[None]:
 def call_learner(fn: Callable, *args: object, may_change: frozenset[str] = frozenset()) -> object:
     """Call the learner's `fn` inside `sandbox`, then require that it changed none of its arguments: a function
     that returns the right answer by writing into the caller's tensors breaks the caller's next step."""
-    originals = copy.deepcopy(args)
+    originals = _snapshot(args)
     with sandbox(may_change):
         result = fn(*args)
     for position, (original, passed_in) in enumerate(zip(originals, args, strict=True), start=1):

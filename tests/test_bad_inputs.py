@@ -428,12 +428,12 @@ BAD_CALLS = [
         id="scatter.scatter_reference-negative-index",
     ),
     pytest.param(
-        checks_scatter.check_multi_hot,
-        (F.one_hot(TARGET, 3).float(),),
+        checks_scatter.check_inverse_permutation,
+        (TARGET.argsort(),),
         {},
         WrongAnswer,
-        "Pass the function itself: check_multi_hot(multi_hot), without ().",
-        id="checks.scatter.check_multi_hot-called",
+        "Pass the function itself: check_inverse_permutation(inverse_permutation), without ().",
+        id="checks.scatter.check_inverse_permutation-called",
     ),
     pytest.param(
         checks_scatter.check_class_means,
@@ -573,12 +573,12 @@ BAD_CALLS = [
         id="checks.losses.check_bce_with_logits-called",
     ),
     pytest.param(
-        checks_losses.check_pixel_cross_entropy,
+        checks_losses.check_pixel_cross_entropy_grad,
         (None,),
         {},
         WrongAnswer,
-        "Pass the function itself: check_pixel_cross_entropy(pixel_cross_entropy), without ().",
-        id="checks.losses.check_pixel_cross_entropy-none",
+        "Pass the function itself: check_pixel_cross_entropy_grad(pixel_cross_entropy_grad), without ().",
+        id="checks.losses.check_pixel_cross_entropy_grad-none",
     ),
     # conv ---------------------------------------------------------------------------------------------------------
     pytest.param(
@@ -846,12 +846,12 @@ BAD_CALLS = [
         id="checks.conv.check_pool_output_length-called",
     ),
     pytest.param(
-        checks_conv.check_depthwise_conv,
+        checks_conv.check_causal_conv1d,
         (IMAGE,),
         {},
         WrongAnswer,
-        "Pass the function itself: check_depthwise_conv(depthwise_conv), without ().",
-        id="checks.conv.check_depthwise_conv-called",
+        "Pass the function itself: check_causal_conv1d(causal_conv1d), without ().",
+        id="checks.conv.check_causal_conv1d-called",
     ),
     # batchnorm ----------------------------------------------------------------------------------------------------
     pytest.param(

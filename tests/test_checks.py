@@ -19,7 +19,7 @@ import companion
 import companion.checks
 import companion.checks.answers
 from companion.exercises import PASS_MARK, Exercise, WrongAnswer, call_learner, sandbox
-from lesson_copies import answer_lines
+from handout import COMPARED_WITH_PYTORCH, answer_leaks, lesson_answers, reference_answers
 from notebook_rules import CJK, NOTEBOOK_DIR
 
 CHECK_MODULES = [
@@ -175,63 +175,50 @@ def test_the_harness_sees_a_module_whose_child_keeps_another_mode():
         call_learner(_leaves_a_child_in_eval, model)
 
 
+def _zeroes_the_gradients(model):
+    model.zero_grad()
+    return model(torch.ones(1, 2))
+
+
+def test_the_harness_keeps_a_modules_gradients_to_compare_with():
+    """copy.deepcopy leaves out an nn.Parameter's .grad: the harness keeps it, so a function that reads a model whose
+    gradients are set passes, and one that clears them is caught."""
+    model = nn.Linear(2, 1)
+    model(torch.ones(1, 2)).sum().backward()
+    call_learner(lambda m: m(torch.ones(1, 2)), model)
+    with pytest.raises(WrongAnswer, match=r"\.grad"):
+        call_learner(_zeroes_the_gradients, model)
+
+
 def test_the_harness_lets_a_correct_answer_through_and_allows_what_the_exercise_is_about():
     assert torch.equal(call_learner(lambda x: x * 2, torch.ones(2)), torch.full((2,), 2.0))
     with sandbox(may_change=frozenset({"torch_rng"})):
         torch.manual_seed(3)
 
 
-def _shipped_files(root: Path = Path(companion.__file__).parent) -> dict[str, set[str]]:
-    """Each file of companion/ a student gets (the answers package aside) as its set of lines, whitespace collapsed."""
-    files = [p for p in root.rglob("*.py") if "answers" not in p.relative_to(root).parts]
-    return {
-        str(p.relative_to(root)): {" ".join(line.split()) for line in p.read_text(encoding="utf-8").splitlines()}
-        for p in files
-    }
-
-
-def _solutions(path: Path) -> list[list[str]]:
-    """The telling lines of each answer of a lesson: code in a solution cell's function bodies, 20 characters or
-    more, except loop and branch headers and lines the lesson already shows above the answer (its own code and
-    printed sources teach them: they give nothing away)."""
-    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
-    headers = ("#", "for ", "while ", "if ", "elif ", "else:", "try:", "with ")
-    answers, shown = [], set()
-    for cell in cells:
-        text = "".join(cell["source"])
-        if "solution" in cell.get("metadata", {}).get("tags", []):
-            lines = [" ".join(raw.split()) for raw in answer_lines(text)]
-            answers.append([line for line in lines if len(line) >= 20 and not line.startswith(headers)])
-            answers[-1] = [line for line in answers[-1] if line not in shown]
-            continue
-        printed = "".join("".join(output.get("text", "")) for output in cell.get("outputs", []))
-        shown |= {" ".join(line.split()) for line in (text + "\n" + printed).splitlines()}
-    return answers
-
-
-def _leaks(solution: list[str], files: dict[str, set[str]]) -> list[str]:
-    """Files that hold most of one answer: half its telling lines or more, and at least two. A single idiom such as
-    `optimizer.zero_grad()` in the lesson's own code is not an answer."""
-    need = max(2, (len(solution) + 1) // 2)
-    return [name for name, lines in files.items() if len(solution) >= 2 and sum(s in lines for s in solution) >= need]
-
-
+COMPANION = Path(companion.__file__).parent
 LESSON_PATHS = sorted(NOTEBOOK_DIR.glob("[0-9][0-9]-*.ipynb"))
 
 
+# The search itself lives in tools/handout.py, which runs it on the student bundle too (tests/test_handout.py).
 @pytest.mark.parametrize("path", LESSON_PATHS, ids=lambda p: p.stem)
 def test_no_answer_ships_outside_the_answers(path):
-    files = _shipped_files()
-    leaks = {name for solution in _solutions(path) for name in _leaks(solution, files)}
-    assert leaks == set(), "move reference answers to companion/checks/answers/ (left out of the student bundle)"
+    leaks = answer_leaks(COMPANION, lesson_answers(path))
+    assert leaks == {}, "move reference answers to companion/checks/answers/ (left out of the student bundle)"
+
+
+def test_no_answers_table_function_ships_outside_the_answers():
+    answers = {name: lines for name, lines in reference_answers().items() if name not in COMPARED_WITH_PYTORCH}
+    assert answer_leaks(COMPANION, answers) == {}, "keep reference and right answers in companion/checks/answers/"
 
 
 def test_an_answer_is_found_in_shipped_code_but_not_in_the_answers(tmp_path):
-    solution = next(s for path in LESSON_PATHS for s in _solutions(path) if len(s) >= 2)
+    name, solution = next((n, s) for path in LESSON_PATHS for n, s in lesson_answers(path).items() if len(s) >= 2)
     body = "".join(f"    {line}\n" for line in solution)
     (tmp_path / "answers").mkdir()
     (tmp_path / "answers" / "course.py").write_text(f"def reference():\n{body}", encoding="utf-8")
-    assert _leaks(solution, _shipped_files(tmp_path)) == []
+    assert answer_leaks(tmp_path, {name: solution}) == {}
     (tmp_path / "course.py").write_text(f"def reference():\n{body}", encoding="utf-8")
-    assert _leaks(solution, _shipped_files(tmp_path)) == ["course.py"]
-    assert _leaks(solution[:1], _shipped_files(tmp_path)) == [], "one line alone is an idiom, not an answer"
+    assert answer_leaks(tmp_path, {name: solution}) == {name: ["course.py"]}
+    (tmp_path / "course.py").write_text(f"def idiom():\n    {solution[0]}\n", encoding="utf-8")
+    assert answer_leaks(tmp_path, {name: solution}) == {}, "one line of a longer answer is an idiom, not the answer"

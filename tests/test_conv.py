@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from torch import nn
 
 from companion.checks.answers.conv import EXERCISES
-from companion.checks.conv import POOL_CASES, check_depthwise_conv, check_pool_output_length
+from companion.checks.conv import CAUSAL_CASES, POOL_CASES, _causal_cases, check_causal_conv1d, check_pool_output_length
 from companion.conv import (
     _sampled_positions,
     conv2d_output_size,
@@ -345,13 +345,11 @@ def test_pool_cases_include_rounding_up_and_a_dropped_last_window():
         (check_pool_output_length, 14, "Pass the function itself"),
         (check_pool_output_length, lambda n, k, s, p, c: torch.tensor(n // s), "return an int"),
         (check_pool_output_length, lambda n, k, s, p, c: n // k, "count the windows that fit"),
-        (check_depthwise_conv, F.conv2d(torch.ones(1, 1, 3, 3), torch.ones(1, 1, 1, 1)), "Pass the function itself"),
-        (check_depthwise_conv, lambda x, w: F.conv2d(x, w, padding="same", groups=x.shape[1]).tolist(), "a tensor"),
-        (
-            check_depthwise_conv,
-            lambda x, w: F.conv2d(x, w.flip(0), padding="same", groups=x.shape[1]),
-            "which input channel",
-        ),
+        (check_causal_conv1d, F.conv1d(torch.ones(1, 1, 3), torch.ones(1, 1, 1)), "Pass the function itself"),
+        (check_causal_conv1d, lambda x, w, d: _causal(x, w, d).tolist(), "a tensor"),
+        (check_causal_conv1d, lambda x, w, d: _causal(x, w, d).float(), "float32 tensor"),
+        (check_causal_conv1d, lambda x, w, d: _causal(x, w, d, shift=-1), "sees later steps of x"),  # 1 step ahead
+        (check_causal_conv1d, lambda x, w, d: _causal(x, w, d, shift=1), "other numbers"),  # 1 step late
     ],
 )
 def test_checkers_reject_other_wrong_answers_with_a_hint(check, wrong, hint):
@@ -359,24 +357,34 @@ def test_checkers_reject_other_wrong_answers_with_a_hint(check, wrong, hint):
         check(wrong)
 
 
-def test_check_depthwise_conv_accepts_padding_same_and_lets_unrelated_errors_through(capsys):
-    check_depthwise_conv(lambda x, w: F.conv2d(x, w, padding="same", groups=x.shape[1]))
-    assert capsys.readouterr().out.startswith("✓ Correct / 正确: depthwise_conv agrees with a per-channel loop")
+def _causal(x, weight, dilation, shift=0):
+    """A causal convolution whose window ends `shift` steps before step t (a negative shift looks ahead)."""
+    reach, length = dilation * (weight.shape[-1] - 1), x.shape[-1]
+    padded = F.pad(x, (reach + shift, max(-shift, 0)))  # a negative left pad cuts steps off
+    return F.conv1d(padded, weight, dilation=dilation)[..., :length]
 
-    def broken(x, w):
+
+def test_causal_cases_hold_the_traps():
+    kernels = {k for _, _, k, _, _ in CAUSAL_CASES}
+    assert {1, 2, 3} <= kernels, "a 1-tap kernel, an even and an odd one"
+    assert {1, 2, 3} <= {d for *_, d, _ in CAUSAL_CASES}
+    assert any(shape[-1] < d * (k - 1) + 1 for shape, _, k, d, _ in CAUSAL_CASES), "x shorter than the span"
+    assert any(dtype == torch.float64 for *_, dtype in CAUSAL_CASES)
+    assert any(not x.is_contiguous() for x, _, _ in _causal_cases())
+
+
+def test_check_causal_conv1d_accepts_a_slow_loop_and_lets_unrelated_errors_through(capsys):
+    def by_steps(x, weight, dilation):
+        span = dilation * (weight.shape[-1] - 1) + 1
+        padded = F.pad(x, (span - 1, 0))
+        steps = [F.conv1d(padded[..., t : t + span], weight, dilation=dilation) for t in range(x.shape[-1])]
+        return torch.cat(steps, dim=-1)
+
+    check_causal_conv1d(by_steps)
+    assert capsys.readouterr().out.startswith("✓ Correct / 正确: causal_conv1d agrees with F.conv1d")
+
+    def broken(x, weight, dilation):
         raise RuntimeError("something else went wrong")
 
     with pytest.raises(RuntimeError, match="something else"):
-        check_depthwise_conv(broken)
-
-
-def _loop_over_kernels(x, weight):
-    m = weight.shape[0] // x.shape[1]
-    return torch.cat([F.conv2d(x[:, o // m, None], weight[o, None], padding="same") for o in range(len(weight))], 1)
-
-
-def test_check_depthwise_conv_counts_conv2d_calls_and_puts_f_conv2d_back():
-    original = F.conv2d
-    with pytest.raises(WrongAnswer, match="asks for one call"):
-        check_depthwise_conv(_loop_over_kernels)
-    assert F.conv2d is original and torch.conv2d is original
+        check_causal_conv1d(broken)

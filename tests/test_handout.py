@@ -5,6 +5,7 @@ import http.server
 import json
 import os
 import re
+import shutil
 import subprocess
 import threading
 from html.parser import HTMLParser
@@ -16,12 +17,15 @@ import pytest
 from handout import (
     EDITIONS,
     Edition,
+    bundle_leaks,
     edition_notebook,
     find_chromium,
     index_page,
     join_chinese_lines,
     lesson_title,
     page_css,
+    reference_answers,
+    student_bundle,
 )
 from lesson_copies import answer_lines
 from notebook_rules import CJK, NOTEBOOK_DIR, ROOT
@@ -227,6 +231,43 @@ def test_student_editions_and_notebooks_contain_no_solution_code():
             plain = plain.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
             leaked = [line for line in hidden if line in plain]
             assert (leaked == []) == (edition.version == "student"), (edition.name, path.name, leaked[:3])
+
+
+@handout
+def test_the_student_bundle_holds_no_reference_answer():
+    # every answers table's reference and right answers, and every solution cell, line by line (tools/handout.py)
+    assert (HANDOUT / "notebooks" / "companion").is_dir()
+    assert bundle_leaks(HANDOUT / "notebooks") == {}
+
+
+def student_bundle_copy(tmp_path: Path) -> Path:
+    """A copy of the built student bundle, or, where none is built (make test), the bundle built here (notebooks and
+    companion only: a second)."""
+    if (HANDOUT / "notebooks" / "companion").is_dir():
+        shutil.copytree(HANDOUT / "notebooks", tmp_path / "notebooks")
+    else:
+        student_bundle(tmp_path, [(path.stem, lesson(path)) for path in LESSONS])
+    return tmp_path / "notebooks"
+
+
+def test_a_reference_answer_planted_in_a_copy_of_the_student_bundle_is_found(tmp_path):
+    folder = student_bundle_copy(tmp_path)
+    assert bundle_leaks(folder) == {}
+    answers = reference_answers()
+    checker = folder / "companion" / "checks" / "tensors.py"  # as the handout once shipped them: _reference_* beside
+    lines = answers["check_center_rows: _reference_center_rows"]
+    checker.write_text(checker.read_text(encoding="utf-8") + "".join(f"\n    {line}" for line in lines))
+    found = bundle_leaks(folder)
+    assert "check_center_rows: _reference_center_rows" in found, found
+    assert all(files == ["companion/checks/tensors.py"] for files in found.values()), found
+    checker.write_text(checker.read_text(encoding="utf-8").removesuffix("".join(f"\n    {line}" for line in lines)))
+    assert bundle_leaks(folder) == {}
+    path = folder / "10-checkpoints.ipynb"  # a teacher's notebook copied in by mistake: its solution cells are whole
+    teacher = json.loads((NOTEBOOK_DIR / path.name).read_text(encoding="utf-8"))
+    path.write_text(json.dumps(teacher), encoding="utf-8")
+    found = bundle_leaks(folder)
+    assert found and all(files == [path.name] for files in found.values()), found
+    assert any(name.startswith("10-checkpoints cell") for name in found), "the lesson's own solution cells"
 
 
 @handout

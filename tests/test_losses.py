@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from companion.checks.answers.losses import EXERCISES
-from companion.checks.losses import _pixel_cases, check_bce_with_logits, check_pixel_cross_entropy
+from companion.checks.losses import _pixel_cases, check_bce_with_logits, check_pixel_cross_entropy_grad
 from companion.exercises import WrongAnswer
 from companion.losses import (
     cross_entropy_reference,
@@ -259,7 +259,7 @@ def test_the_lesson_has_two_exercises():
     assert len(EXERCISES) == 2
 
 
-@pytest.mark.parametrize("check", [check_bce_with_logits, check_pixel_cross_entropy])
+@pytest.mark.parametrize("check", [check_bce_with_logits, check_pixel_cross_entropy_grad])
 def test_a_checker_called_with_a_result_says_to_pass_the_function(check):
     with pytest.raises(WrongAnswer, match="without"):
         check(torch.tensor(0.5))
@@ -284,27 +284,62 @@ def test_bce_checker_names_other_slips(wrong, hint):
         check_bce_with_logits(wrong)
 
 
-def test_pixel_checker_names_a_changed_target_and_missing_weights():
+def _pixel_grad(logits, target, weight, ignore_index):
+    kept = target != ignore_index
+    safe = target.where(kept, 0)
+    w = weight[safe] * kept
+    diff = torch.softmax(logits, dim=1) - F.one_hot(safe, logits.shape[1]).movedim(-1, 1)
+    return (w / w.sum()).unsqueeze(1) * diff if kept.any() else torch.zeros_like(logits)
+
+
+def test_pixel_checker_names_a_changed_target():
     def mutating(logits, target, weight, ignore_index):
         kept = target != ignore_index
         target[~kept] = 0  # writes into the caller's target
-        log_p = F.log_softmax(logits, dim=1).gather(1, target.unsqueeze(1)).squeeze(1)
-        return -(weight[target] * kept * log_p).sum() / (weight[target] * kept).sum()
+        w = weight[target] * kept
+        diff = torch.softmax(logits, dim=1) - F.one_hot(target, logits.shape[1]).movedim(-1, 1)
+        return (w / w.sum()).unsqueeze(1) * diff
 
     with pytest.raises(WrongAnswer, match="changed its argument number 2"):
-        check_pixel_cross_entropy(mutating)
+        check_pixel_cross_entropy_grad(mutating)
 
 
-def test_the_forbidden_loss_functions_are_back_after_a_check():
-    originals = F.cross_entropy, F.nll_loss, F.binary_cross_entropy_with_logits, torch._C._nn.nll_loss_nd
-    for check, answer in [
-        (check_pixel_cross_entropy, lambda x, t, w, i: F.cross_entropy(x, t, weight=w, ignore_index=i)),
-        (check_bce_with_logits, lambda x, t, w: F.binary_cross_entropy_with_logits(x, t, pos_weight=w)),
-    ]:
-        with pytest.raises(WrongAnswer, match="calls"):
-            check(answer)
-    assert (F.cross_entropy, F.nll_loss, F.binary_cross_entropy_with_logits, torch._C._nn.nll_loss_nd) == originals
-    assert F.cross_entropy(torch.zeros(1, 2), torch.tensor([0])).item() > 0
+@pytest.mark.parametrize(
+    ("wrong", "hint"),
+    [
+        (lambda *args: _pixel_grad(*args).tolist(), "should return a tensor"),
+        (lambda *args: _pixel_grad(*args).sum(dim=1), "the gradient holds one number per logit"),
+        (lambda *args: _pixel_grad(*args).double(), "logits.grad has the logits' dtype"),
+        (lambda *args: 2 * _pixel_grad(*args), "divided by the sum of their weight[y]"),
+    ],
+)
+def test_pixel_checker_names_other_slips(wrong, hint):
+    with pytest.raises(WrongAnswer, match=re.escape(hint)):
+        check_pixel_cross_entropy_grad(wrong)
+
+
+def test_the_checker_accepts_the_test_answer():
+    check_pixel_cross_entropy_grad(_pixel_grad)
+
+
+def test_forbidden_functions_and_autograd_are_back_after_a_check():
+    originals = F.binary_cross_entropy_with_logits, torch._C._nn.binary_cross_entropy
+    engine = torch.autograd.variable.Variable._execution_engine
+
+    def by_autograd(x, t, w, i):
+        z = x.detach().requires_grad_()
+        F.cross_entropy(z, t, weight=w, ignore_index=i).backward()
+        return z.grad
+
+    with pytest.raises(WrongAnswer, match="without autograd"):
+        check_pixel_cross_entropy_grad(by_autograd)
+    with pytest.raises(WrongAnswer, match="calls"):
+        check_bce_with_logits(lambda x, t, w: F.binary_cross_entropy_with_logits(x, t, pos_weight=w))
+    assert (F.binary_cross_entropy_with_logits, torch._C._nn.binary_cross_entropy) == originals
+    assert torch.autograd.variable.Variable._execution_engine is engine
+    z = torch.zeros(1, 2, requires_grad=True)
+    F.cross_entropy(z, torch.tensor([0])).backward()
+    assert torch.allclose(z.grad, torch.tensor([[-0.5, 0.5]]))
 
 
 def test_pixel_cases_ignore_a_class_that_is_present_and_keep_the_others():

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from companion.checks.answers.scatter import EXERCISES
-from companion.checks.scatter import check_class_means, check_multi_hot
+from companion.checks.scatter import _permutation_cases, check_class_means, check_inverse_permutation
 from companion.exercises import WrongAnswer
 from companion.plotting import COLUMN_WIDTH, use_course_style
 from companion.scatter import plot_scatter, scatter_reference
@@ -221,19 +221,44 @@ def test_the_lesson_has_two_exercises():
     assert len(EXERCISES) == 2
 
 
-@pytest.mark.parametrize("check", [check_multi_hot, check_class_means])
+@pytest.mark.parametrize("check", [check_inverse_permutation, check_class_means])
 def test_a_checker_called_with_a_result_says_to_pass_the_function(check):
     with pytest.raises(WrongAnswer, match="without"):
         check(torch.zeros(2, 3))
 
 
-def test_multi_hot_checker_names_a_changed_argument_and_a_non_tensor():
-    def mutating(labels, num_classes):
-        result = torch.zeros(len(labels), num_classes).scatter_(1, labels, 1.0)
-        labels.zero_()
-        return result
+def test_permutation_cases_hold_the_traps():
+    cases = _permutation_cases()
+    twice_is_not_inverse = [p for p in cases if len(p) and not torch.equal(p.gather(1, p).gather(1, p), p)]
+    assert twice_is_not_inverse, "a permutation whose square is not its inverse (a 4-cycle)"
+    assert any(torch.equal(p.gather(1, p), torch.arange(p.shape[1]).expand_as(p)) for p in cases), "a swap"
+    assert any(not p.is_contiguous() for p in cases) and any(p.numel() == 0 for p in cases)
+    assert any(p.shape[0] == p.shape[1] > 1 for p in cases), "B = N: scattering along dim=0 raises no error"
+    for perm in cases:
+        assert torch.equal(perm.sort(dim=1).values, torch.arange(perm.shape[1]).expand_as(perm)), "rows are perms"
+
+
+def test_inverse_permutation_checker_names_a_changed_argument_a_non_tensor_and_lets_other_errors_through():
+    def mutating(perm):
+        inverse = perm.argsort(dim=1)
+        perm.copy_(inverse)
+        return inverse
 
     with pytest.raises(WrongAnswer, match="changed its argument number 1"):
-        check_multi_hot(mutating)
+        check_inverse_permutation(mutating)
     with pytest.raises(WrongAnswer, match="should return a tensor"):
-        check_multi_hot(lambda labels, num_classes: [[0.0] * num_classes] * len(labels))
+        check_inverse_permutation(lambda perm: perm.argsort(dim=1).tolist())
+
+    def broken(perm):
+        raise RuntimeError("something else went wrong")
+
+    with pytest.raises(RuntimeError, match="something else"):
+        check_inverse_permutation(broken)
+
+
+def test_inverse_permutation_checker_shows_the_row_that_is_not_undone():
+    def first_row_only(perm):  # every row inverted as if it were row 0
+        return perm[:1].argsort(dim=1).expand_as(perm).clone() if len(perm) else perm.clone()
+
+    with pytest.raises(WrongAnswer, match=re.escape("perm[inv[j]] =")):
+        check_inverse_permutation(first_row_only)

@@ -29,7 +29,9 @@ _DRAWS = frozenset({"torch_rng"})  # dropout draws from the global generator; a 
 # Exercise 1: fine-tune everything but a frozen backbone.
 
 SAMPLES, BATCH = 48, 16  # 3 batches an epoch
-EPOCH_CASES = (2, 1)  # each case trains a fresh model for this many epochs: a fixed epoch count passes only one
+# Each case trains a fresh model for this many epochs (a fixed epoch count passes only one), handed over in training
+# mode or, as after a validation pass, in evaluation mode (an answer that never calls model.train() trains nothing).
+EPOCH_CASES = ((2, "train"), (1, "eval"))
 
 
 @functools.cache
@@ -85,9 +87,10 @@ def _count_training_rows(model: nn.Module) -> list[int]:
 
 
 @functools.cache
-def _expected_finetune(epochs: int) -> dict[str, torch.Tensor]:
+def _expected_finetune(epochs: int) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
     """The state_dict that `epochs` epochs of the task give: Adam(lr=0.01) on the cross-entropy, one step a batch,
-    the backbone's parameters fixed and its BatchNorm normalising with its stored statistics."""
+    the backbone's parameters fixed and its BatchNorm normalising with its stored statistics; and the global
+    generator's state afterwards (dropout's masks are its only draws)."""
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(0)
         net, batches = _finetune_case()
@@ -101,7 +104,8 @@ def _expected_finetune(epochs: int) -> dict[str, torch.Tensor]:
                 adam.zero_grad(set_to_none=True)
                 loss.backward()
                 adam.step()
-    return {name: value.clone() for name, value in net.state_dict().items()}
+        rng = torch.random.get_rng_state()
+    return {name: value.clone() for name, value in net.state_dict().items()}, rng
 
 
 def check_finetune(finetune: Callable[[nn.Module, DataLoader, int], Any]) -> None:
@@ -111,19 +115,21 @@ def check_finetune(finetune: Callable[[nn.Module, DataLoader, int], Any]) -> Non
         "Pass the function itself: check_finetune(finetune), without ().",
         "把函数本身传进去：check_finetune(finetune)，不要加 ()。",
     )
-    for epochs in EPOCH_CASES:
-        _check_finetune_case(finetune, epochs)
+    for epochs, mode in EPOCH_CASES:
+        _check_finetune_case(finetune, epochs, mode)
     passed(
         "the backbone and its BatchNorm statistics stayed fixed; the neck, its BatchNorm and dropout trained",
         "backbone 及其 BatchNorm 统计量保持不变；neck、它的 BatchNorm 和 dropout 照常训练。",
     )
 
 
-def _check_finetune_case(finetune: Callable, epochs: int) -> None:
-    """One run of the learner's finetune on a fresh model; raise WrongAnswer at the first thing it got wrong."""
+def _check_finetune_case(finetune: Callable, epochs: int, mode: str) -> None:
+    """One run of the learner's finetune on a fresh model handed over in `mode`; raise WrongAnswer at the first thing
+    it got wrong."""
     with torch.random.fork_rng(devices=[]):  # the check seeds torch; the notebook's random state is left alone
         torch.manual_seed(0)
         model, loader = _finetune_case()
+        model.train(mode == "train")
         before = {name: tensor.clone() for name, tensor in model.state_dict().items()}
         parameters = dict(model.named_parameters())
         modes = _record_modes(model)
@@ -132,6 +138,7 @@ def _check_finetune_case(finetune: Callable, epochs: int) -> None:
         model.register_state_dict_post_hook(lambda *args: read_state_dict.append(True))
         with sandbox(_DRAWS):
             finetune(model, loader, epochs)
+            rng_after = torch.random.get_rng_state()
     learner_read_state_dict = bool(read_state_dict)
     after = model.state_dict()
     frozen = [name for name, p in parameters.items() if not p.requires_grad]
@@ -185,6 +192,13 @@ def _check_finetune_case(finetune: Callable, epochs: int) -> None:
             f"{name} 变了或者仍然需要梯度：名字以 'backbone.' 开头的参数都要冻结，按名字挑选。",
         )
     require(
+        bool(stepping["neck.3"]) and any(stepping["neck.3"]) or mode == "train",
+        "The model came in evaluation mode (as after a validation pass) and dropout never trained: call "
+        "model.train() at the start of every epoch, then put the frozen BatchNorm layers in evaluation mode.",
+        "模型交进来时处于评估模式（就像刚做完一次验证），dropout 一次都没有以训练模式运行：每一轮开始时调用 "
+        "model.train()，再把被冻结的 BatchNorm 层切到评估模式。",
+    )
+    require(
         bool(stepping["neck.3"]) and all(stepping["neck.3"]),
         "Dropout was off while training: model.eval() switches every layer. Put only the frozen BatchNorm layers "
         "in evaluation mode.",
@@ -219,7 +233,7 @@ def _check_finetune_case(finetune: Callable, epochs: int) -> None:
         "A buffer of the backbone changed: nothing in the frozen backbone should move.",
         "backbone 的某个缓冲区变了：被冻结的 backbone 里什么都不该变。",
     )
-    expected = _expected_finetune(epochs)
+    expected, expected_rng = _expected_finetune(epochs)
     for name, value in expected.items():
         try:
             torch.testing.assert_close(after[name], value)
@@ -233,6 +247,15 @@ def _check_finetune_case(finetune: Callable, epochs: int) -> None:
                 f"训练 {epochs} 轮之后，{name} 与 Adam（lr=0.01）、交叉熵、每批一步得到的结果不同（最大差 {gap:.3g}）："
                 "检查梯度是否在各批之间累加、优化器或学习率是否不对、损失函数是否不对。",
             )
+    require(
+        torch.equal(rng_after, expected_rng),
+        "The weights are right, but PyTorch's global random generator was left elsewhere than training leaves it "
+        "(dropout's masks are its only draws): your function reseeded it (torch.manual_seed) or drew extra numbers "
+        "from it, which changes every later random number of the caller. Seed nothing inside finetune.",
+        "权重是对的，但 PyTorch 的全局随机数生成器停在了与正常训练不同的位置（正常训练只有 dropout 的掩码会从中抽取）："
+        "你的函数重设了它的种子（torch.manual_seed）或者多抽了随机数，这会改变调用者之后的每一个随机数。"
+        "不要在 finetune 里设种子。",
+    )
 
 
 # ----------------------------------------------------------------------------------------------------------------

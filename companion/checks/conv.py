@@ -1,9 +1,8 @@
-"""Self-checks for lesson 05 (Conv2d): the pooling output length with ceil_mode, and depthwise convolution with a
-channel multiplier. Each checker compares behaviour with PyTorch and names the typical mistake it recognises."""
+"""Self-checks for lesson 05 (Conv2d): the pooling output length with ceil_mode, and a causal dilated 1-d
+convolution. Each checker compares behaviour with PyTorch and names the typical mistake it recognises."""
 
 import math
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 
 import torch
 import torch.nn.functional as F
@@ -130,35 +129,23 @@ _POOL_MISTAKES = [
 ]
 
 
-def _depthwise_by_loop(x: torch.Tensor, weight: torch.Tensor, padding_mode: str = "zeros") -> torch.Tensor:
-    """Depthwise convolution the long way: output channel o convolves input channel o // m with weight[o]."""
-    multiplier, pad = weight.shape[0] // x.shape[1], weight.shape[-1] // 2
-    if padding_mode != "zeros":
-        x, pad = F.pad(x, (pad,) * 4, mode=padding_mode), 0
-    channels = [
-        F.conv2d(x[:, o // multiplier : o // multiplier + 1], weight[o : o + 1], padding=pad)  # (N, 1, H, W)
-        for o in range(weight.shape[0])
-    ]
-    return torch.cat(channels, dim=1)  # (N, C * m, H, W)
+# Exercise 2 ---------------------------------------------------------------------------------------------------------
 
-
-@contextmanager
-def _counting_conv2d(calls: list[int]) -> Iterator[None]:
-    """Count the calls of F.conv2d (nn.Conv2d goes through it) while the learner's code runs."""
-    original = F.conv2d
-
-    def conv2d(*args: object, **kwargs: object) -> torch.Tensor:
-        calls[0] += 1
-        return original(*args, **kwargs)
-
-    F.conv2d = torch.conv2d = conv2d
-    try:
-        yield
-    finally:
-        F.conv2d = torch.conv2d = original
+# (shape of x, C_out, kernel size k, dilation d, dtype): an odd and an even kernel, dilations 1 to 3, an input
+# shorter than the kernel's span, a 1-tap kernel (nothing to pad), float64; the last x is not contiguous.
+CAUSAL_CASES = [
+    ((1, 1, 6), 1, 3, 1, torch.float32),
+    ((2, 3, 10), 4, 3, 2, torch.float32),
+    ((1, 2, 7), 2, 2, 3, torch.float32),
+    ((2, 1, 3), 1, 3, 2, torch.float32),
+    ((1, 2, 5), 3, 1, 2, torch.float32),
+    ((1, 2, 12), 1, 4, 1, torch.float64),
+    ((3, 2, 9), 2, 3, 3, torch.float32),
+]
 
 
 def _agree(got: torch.Tensor, want: torch.Tensor) -> bool:
+    """Equal within assert_close's default tolerances for the dtype (shapes must match)."""
     try:
         torch.testing.assert_close(got, want, check_dtype=False)
     except AssertionError:
@@ -166,102 +153,116 @@ def _agree(got: torch.Tensor, want: torch.Tensor) -> bool:
     return True
 
 
-def check_depthwise_conv(depthwise_conv: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]) -> None:
-    """`depthwise_conv(x, weight)`: weight (C * m, 1, k, k); output channel o is input channel o // m convolved with
-    weight[o], stride 1, zero padding that keeps H and W, in one call of F.conv2d."""
+def _causal_cases() -> Iterator[tuple[torch.Tensor, torch.Tensor, int]]:
+    generator = torch.Generator().manual_seed(5)
+    for number, ((n, c_in, length), c_out, kernel, dilation, dtype) in enumerate(CAUSAL_CASES):
+        if number == 0:  # small numbers to read in a hint: x = 1..6, the kernel [1, 10, 100]
+            yield torch.arange(1.0, 7.0).view(1, 1, 6), torch.tensor([[[1.0, 10.0, 100.0]]]), dilation
+            continue
+        x = torch.randn(n, c_in, length, generator=generator, dtype=dtype)
+        if number == len(CAUSAL_CASES) - 1:
+            x = x.transpose(1, 2).contiguous().transpose(1, 2)  # the same values, strided as (N, L, C)
+        yield x, torch.randn(c_out, c_in, kernel, generator=generator, dtype=dtype), dilation
+
+
+def check_causal_conv1d(causal_conv1d: Callable[[torch.Tensor, torch.Tensor, int], torch.Tensor]) -> None:
+    """`causal_conv1d(x, weight, dilation)`: x (N, C_in, L), weight (C_out, C_in, k) -> (N, C_out, L), whose step t is
+    F.conv1d's kernel (stride 1, that dilation) applied to the window of x that ends at step t, zeros before step 0.
+    Judged against F.conv1d padded on both sides and cut to the first L steps, and by what a change of x's later
+    steps does to the earlier outputs."""
     require(
-        callable(depthwise_conv),
-        "Pass the function itself: check_depthwise_conv(depthwise_conv), without ().",
-        "把函数本身传进去：check_depthwise_conv(depthwise_conv)，不要加 ()。",
+        callable(causal_conv1d),
+        "Pass the function itself: check_causal_conv1d(causal_conv1d), without ().",
+        "把函数本身传进去：check_causal_conv1d(causal_conv1d)，不要加 ()。",
     )
-    generator = torch.Generator().manual_seed(3)
-    # (shape of x, multiplier m, kernel size k, dtype, memory format of x)
-    cases = [
-        ((1, 3, 5, 5), 1, 3, torch.float32, torch.contiguous_format),
-        ((2, 2, 6, 7), 3, 3, torch.float32, torch.channels_last),
-        ((1, 3, 8, 8), 2, 5, torch.float64, torch.contiguous_format),
-        ((3, 1, 4, 4), 2, 1, torch.float32, torch.contiguous_format),
-    ]
-    for shape, multiplier, kernel, dtype, memory_format in cases:
-        x = torch.randn(shape, generator=generator, dtype=dtype).contiguous(memory_format=memory_format)
-        weight = torch.randn(shape[1] * multiplier, 1, kernel, kernel, generator=generator, dtype=dtype)
-        kind = str(dtype)[6:] + (", channels-last" if memory_format == torch.channels_last else "")
-        where = f"depthwise_conv(<{kind} x of shape {shape}>, <weight of shape {tuple(weight.shape)}>)"
-        where_zh = f"depthwise_conv(<形状为 {shape} 的 x（{kind}）>, <形状为 {tuple(weight.shape)} 的 weight>)"
-        calls = [0]
-        try:
-            with _counting_conv2d(calls):
-                got = call_learner(depthwise_conv, x.clone(memory_format=torch.preserve_format), weight.clone())
-        except RuntimeError as error:
-            groups = str(error).split("Given groups=", 1)[-1].split(",", 1)[0]
-            require(
-                groups != "1",
-                f"{where} failed: a depthwise convolution needs groups=x.shape[1], one group per input channel.",
-                f"{where_zh} 出错了：深度卷积需要 groups=x.shape[1]，每个输入通道一组。",
-            )
-            require(
-                not groups.isdigit(),
-                f"{where} failed with groups={groups}: groups counts the input channels (x.shape[1]), not the "
-                "kernels (weight.shape[0]).",
-                f"{where_zh} 在 groups={groups} 时出错：groups 数的是输入通道（x.shape[1]），"
-                "不是卷积核（weight.shape[0]）。",
-            )
-            raise
-        want = _depthwise_by_loop(x, weight)
-        require(
-            calls[0] <= 1,
-            f"{where} calls F.conv2d {calls[0]} times; the exercise asks for one call that handles every channel "
-            "at once.",
-            f"{where_zh} 调用了 {calls[0]} 次 F.conv2d；练习要求只调用一次，一次处理所有通道。",
-        )
+    for x, weight, dilation in _causal_cases():
+        length, kernel = x.shape[-1], weight.shape[-1]
+        reach = dilation * (kernel - 1)  # how far back the window reaches from its last step
+        want = F.conv1d(x, weight, padding=reach, dilation=dilation)[..., :length]
+        where = f"causal_conv1d(<x of shape {tuple(x.shape)}>, <weight of shape {tuple(weight.shape)}>, {dilation})"
+        if x.dtype == torch.float64:
+            where = where.replace("<x of", "<float64 x of")
+        got = call_learner(causal_conv1d, x, weight, dilation)
         require(
             isinstance(got, torch.Tensor),
             f"{where} should return a tensor, not {type(got).__name__}.",
-            f"{where_zh} 应该返回张量，而不是 {type(got).__name__}。",
+            f"{where} 应该返回张量，而不是 {type(got).__name__}。",
+        )
+        steps = got.shape[-1] if got.dim() == 3 else None
+        require(
+            not (steps == length + reach and reach > 0),
+            f"{where} has {steps} steps, expected {length}: padding= in F.conv1d pads both ends, so the output "
+            "grows by the padding; keep only the steps whose window ends inside x.",
+            f"{where} 有 {steps} 步，应为 {length}：F.conv1d 的 padding= 在两端都补零，输出也就多出了填充的长度；"
+            "只保留窗口末端落在 x 之内的那些步。",
+        )
+        require(
+            not (steps == length - reach + kernel - 1 and dilation > 1 and kernel > 1),
+            f"{where} has {steps} steps, expected {length}: with dilation {dilation} the kernel's window spans "
+            f"d(k-1) + 1 = {reach + 1} steps, not k = {kernel}; the zeros before step 0 must fill that span.",
+            f"{where} 有 {steps} 步，应为 {length}：空洞率为 {dilation} 时，卷积核的窗口跨越 d(k-1) + 1 = "
+            f"{reach + 1} 步，而不是 k = {kernel} 步；补在第 0 步之前的零要填满这个跨度。",
+        )
+        require(
+            not (steps == length + reach - kernel + 1 and dilation > 1 and kernel > 1),
+            f"{where} has {steps} steps, expected {length}: the padding allows for dilation {dilation}, but the "
+            "convolution itself runs without it: pass dilation= to F.conv1d too.",
+            f"{where} 有 {steps} 步，应为 {length}：填充考虑了空洞率 {dilation}，卷积本身却没有用它："
+            "F.conv1d 也要传入 dilation=。",
         )
         require(
             got.shape == want.shape,
-            f"{where} has shape {tuple(got.shape)}, expected {tuple(want.shape)}: pad by kernel_size // 2 (or "
-            "padding='same') to keep H and W.",
-            f"{where_zh} 的形状是 {tuple(got.shape)}，应为 {tuple(want.shape)}：填充 kernel_size // 2（或 "
-            "padding='same'）才能保持 H 和 W 不变。",
+            f"{where} has shape {tuple(got.shape)}, expected {tuple(want.shape)}: one output step for each step "
+            "of x, one channel for each kernel.",
+            f"{where} 的形状是 {tuple(got.shape)}，应为 {tuple(want.shape)}：x 的每一步对应一个输出步，"
+            "每个卷积核对应一个通道。",
         )
         require(
             got.dtype == x.dtype and got.device == x.device,
             f"{where} is a {got.dtype} tensor on {got.device}; expected {x.dtype} on {x.device}, like x.",
-            f"{where_zh} 是位于 {got.device} 的 {got.dtype} 张量；应与 x 一样，是位于 {x.device} 的 {x.dtype}。",
+            f"{where} 是位于 {got.device} 的 {got.dtype} 张量；应与 x 一样，是位于 {x.device} 的 {x.dtype}。",
         )
         if _agree(got, want):
             continue
-        interleaved = F.conv2d(x.repeat(1, multiplier, 1, 1), weight, padding=kernel // 2, groups=weight.shape[0])
+        ahead = F.conv1d(x, weight, padding=reach, dilation=dilation)[..., reach:]  # windows that start at step t
         require(
-            not _agree(got, interleaved),
-            f"{where}: your output channel o reads input channel o % C; the m kernels of one input channel are "
-            "neighbours, so output channel o reads input channel o // m (x.repeat_interleave, not x.repeat).",
-            f"{where_zh}：你的第 o 个输出通道读的是第 o % C 个输入通道；同一个输入通道的 m 个卷积核是相邻的，"
-            "所以第 o 个输出通道应读第 o // m 个输入通道（用 x.repeat_interleave，而不是 x.repeat）。",
+            not _agree(got, ahead),
+            f"{where}: your step t reads x from step t to step t + {reach}, the future. The window must end at "
+            "step t, so the zeros go before step 0: F.pad's pair for the last dimension is (left, right).",
+            f"{where}：你的第 t 步读的是 x 的第 t 步到第 t + {reach} 步，也就是未来。窗口应该在第 t 步结束，"
+            "所以零要补在第 0 步之前：F.pad 给最后一个维度的一对数是（左，右）。",
+        )
+        later = x.clone()
+        later[..., length // 2 + 1 :] += 1.0  # change every step after the middle one
+        moved = call_learner(causal_conv1d, later, weight, dilation)
+        require(
+            _agree(moved[..., : length // 2 + 1], got[..., : length // 2 + 1]),
+            f"{where}: changing x after step {length // 2} changes your output at step {length // 2} or before, "
+            "so an output step sees later steps of x. A causal convolution puts all the zeros before step 0; "
+            "padding= (or 'same') pads both ends.",
+            f"{where}：改动 x 在第 {length // 2} 步之后的值，你在第 {length // 2} 步及之前的输出也跟着变了，"
+            "说明某个输出步看到了 x 后面的步。因果卷积要把零全部补在第 0 步之前；padding=（或 'same'）会在两端都补。",
         )
         require(
-            not _agree(got, _depthwise_by_loop(x, weight.flip(-2, -1))),
-            f"{where}: the kernel is flipped; F.conv2d, like nn.Conv2d, slides the weight as it is "
-            "(cross-correlation), so leave its orientation alone.",
-            f"{where_zh}：卷积核被翻转了；F.conv2d 和 nn.Conv2d 一样，按原样滑动权重（互相关），不要改变它的方向。",
+            not _agree(got, F.conv1d(F.pad(x, (reach, 0)), weight.flip(-1), dilation=dilation)),
+            f"{where}: the kernel is flipped. F.conv1d slides the weight as it is (cross-correlation): its last "
+            "tap multiplies step t, the newest step; leave its orientation alone.",
+            f"{where}：卷积核被翻转了。F.conv1d 按原样滑动权重（互相关）：它的最后一个权重乘的是第 t 步，"
+            "也就是最新的一步；不要改变它的方向。",
         )
-        for mode in ("replicate", "reflect", "circular"):
-            require(
-                min(x.shape[-2:]) <= kernel // 2 or not _agree(got, _depthwise_by_loop(x, weight, mode)),
-                f"{where}: the border is padded in {mode} mode; the exercise pads with zeros, as F.conv2d's "
-                "padding does.",
-                f"{where_zh}：边界用 {mode} 方式填充了；练习要求像 F.conv2d 的 padding 一样用 0 填充。",
-            )
+        require(
+            not _agree(got, F.conv1d(F.pad(x, (reach, 0), mode="replicate"), weight, dilation=dilation)),
+            f"{where}: before step 0 your signal repeats x's first value; the steps before 0 are zeros.",
+            f"{where}：你在第 0 步之前重复了 x 的第一个值；第 0 步之前应该全是 0。",
+        )
         require(
             False,
-            f"{where} gives other numbers: check which input channel feeds each output channel, that the border "
-            "is padded with zeros, and that each kernel is used as it is.",
-            f"{where_zh} 的数值不对：请检查每个输出通道读的是哪个输入通道、边界是否用 0 填充、"
-            "每个卷积核是否按原样使用。",
+            f"{where} gives other numbers: step t must be the kernel applied to the window of x that ends at step "
+            f"t, {reach + 1} steps wide with dilation {dilation}, with zeros where it reaches before step 0.",
+            f"{where} 的数值不对：第 t 步应该是卷积核作用在 x 上以第 t 步结尾的窗口上的结果；空洞率为 {dilation} 时"
+            f"这个窗口宽 {reach + 1} 步，伸到第 0 步之前的部分为 0。",
         )
     passed(
-        f"depthwise_conv agrees with a per-channel loop on {len(cases)} cases, with 1 to 3 kernels per channel",
-        f"depthwise_conv 在 {len(cases)} 组情形（每个通道 1 到 3 个卷积核）上都与逐通道循环一致",
+        f"causal_conv1d agrees with F.conv1d on {len(CAUSAL_CASES)} cases, dilations 1 to 3, and never looks ahead",
+        f"causal_conv1d 在 {len(CAUSAL_CASES)} 组情形（空洞率 1 到 3）上都与 F.conv1d 一致，而且从不看未来",
     )

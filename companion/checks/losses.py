@@ -1,25 +1,22 @@
-"""Self-checks for lesson 04 (losses): a stable multi-label BCE with pos_weight, and a weighted per-pixel
-cross-entropy with ignore_index. Each checker compares with PyTorch's own loss (computed before the learner's code
-runs), and names a typical mistake by comparing the answer with what PyTorch gives for that mistake."""
+"""Self-checks for lesson 04 (losses): a stable multi-label BCE with pos_weight, and the gradient of a weighted
+per-pixel cross-entropy with ignore_index. Each checker compares with PyTorch itself (its loss, or its gradient by
+autograd, computed outside the learner's call), and names a typical mistake by comparing the answer with what
+PyTorch gives for that mistake."""
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 import torch
 import torch.nn.functional as F
+from torch.autograd.variable import Variable
 
 from companion.exercises import call_learner, passed, require
 
-# The functions an exercise forbids, by the module that holds them: patched to raise while the learner's code runs.
+# The functions exercise 1 forbids, by the module that holds them: patched to raise while the learner's code runs.
 _BCE_FUNCTIONS = {
     F: ("binary_cross_entropy", "binary_cross_entropy_with_logits", "multilabel_soft_margin_loss"),
     torch: ("binary_cross_entropy_with_logits",),
     torch._C._nn: ("binary_cross_entropy",),
-}
-_LOSS_FUNCTIONS = {
-    F: tuple(name for name in dir(F) if name.endswith("_loss") or "entropy" in name or name == "kl_div"),
-    torch: ("binary_cross_entropy_with_logits", "poisson_nll_loss"),
-    torch._C._nn: ("binary_cross_entropy", "cross_entropy_loss", "nll_loss", "nll_loss2d", "nll_loss_nd"),
 }
 
 
@@ -134,11 +131,12 @@ def check_bce_with_logits(bce_with_logits: Callable[[torch.Tensor, torch.Tensor,
         got = _one_number(got, want, where)
         require(
             bool(got.isfinite()),
-            f"{where} is {got.item()}: for logits of +-200, sigmoid rounds to exactly 0 or 1 in float32 and its "
-            "log is -inf (0 * -inf is nan); take the logs straight from the logits with F.logsigmoid(z) and "
-            "F.logsigmoid(-z).",
+            f"{where} is {got.item()}: for logits of +-200, sigmoid rounds to exactly 0 or 1 in float32, so its "
+            "log is -inf (and 0 * -inf is nan), and exp(200) overflows to inf; take the logs straight from the "
+            "logits with F.logsigmoid(z) and F.logsigmoid(-z), since 1 - sigmoid(z) = sigmoid(-z).",
             f"{where} 是 {got.item()}：logit 为 ±200 时，sigmoid 在 float32 下恰好舍入成 0 或 1，取对数得 -inf"
-            "（0 * -inf 是 nan）；请直接从 logit 求对数：F.logsigmoid(z) 和 F.logsigmoid(-z)。",
+            "（0 * -inf 是 nan），exp(200) 也会上溢成 inf；请直接从 logit 求对数：F.logsigmoid(z) 和 "
+            "F.logsigmoid(-z)，因为 1 - sigmoid(z) = sigmoid(-z)。",
         )
         if _agree(got, want):
             continue
@@ -215,7 +213,7 @@ def _pixel_cases() -> list[tuple[torch.Tensor, torch.Tensor, torch.Tensor, int]]
 
     # 1: the usual -100, a third of the pixels ignored, logits in channels-last memory order
     first = torch.randn(2, 4, 3, 3, generator=generator).contiguous(memory_format=torch.channels_last)
-    # 2: an ignore_index that is also a class: the pixels of class 3 are ignored; float64
+    # 2: an ignore_index that is also a class: the pixels of class 3 are ignored; float64, H != W
     second = labels((2, 3, 4), 3, 0.0)
     assert (second == 3).any() and (second != 3).any(), "case 2 must hold pixels of class 3 and others"
     # 3: nothing ignored, and two pixels whose true class lies 400 below the largest logit
@@ -232,110 +230,182 @@ def _pixel_cases() -> list[tuple[torch.Tensor, torch.Tensor, torch.Tensor, int]]
     ]
 
 
-def check_pixel_cross_entropy(
-    pixel_cross_entropy: Callable[[torch.Tensor, torch.Tensor, torch.Tensor, int], torch.Tensor],
-) -> None:
-    """`pixel_cross_entropy(logits, target, weight, ignore_index)` on (N, C, H, W) logits and (N, H, W) targets
-    must equal F.cross_entropy(logits, target, weight=weight, ignore_index=ignore_index), nan for a batch where every
-    pixel is ignored, without calling a loss function or changing its arguments."""
+def _gradient(logits: torch.Tensor, target: torch.Tensor, **options: object) -> torch.Tensor:
+    """What autograd gives for the gradient of F.cross_entropy(logits, target, **options) with respect to the
+    logits."""
+    z = logits.detach().clone().requires_grad_(True)
+    with torch.enable_grad():
+        (grad,) = torch.autograd.grad(F.cross_entropy(z, target, **options), z)
+    return grad
+
+
+class _NoBackward:
+    """Stands in for autograd's engine while the learner's code runs: every backward pass (backward(),
+    torch.autograd.grad, torch.func) goes through the engine, and this one refuses it."""
+
+    def __init__(self, where: str):
+        self.where = where
+
+    def __getattr__(self, name: str) -> Callable:
+        def refuse(*args: object, **kwargs: object) -> None:
+            require(
+                False,
+                f"{self.where} runs a backward pass: the exercise is to work the gradient out by hand, without "
+                "autograd (backward(), torch.autograd.grad, torch.func).",
+                f"{self.where} 做了一次反向传播：这道练习要你自己推导出梯度，不能用自动求导"
+                "（backward()、torch.autograd.grad、torch.func）。",
+            )
+
+        return refuse
+
+
+@contextmanager
+def _without_autograd(where: str) -> Iterator[None]:
+    engine = Variable._execution_engine
+    Variable._execution_engine = _NoBackward(where)
+    try:
+        yield
+    finally:
+        Variable._execution_engine = engine
+
+
+def _gradient_shape(got: object, logits: torch.Tensor, where: str) -> torch.Tensor:
     require(
-        callable(pixel_cross_entropy),
-        "Pass the function itself: check_pixel_cross_entropy(pixel_cross_entropy), without ().",
-        "把函数本身传进去：check_pixel_cross_entropy(pixel_cross_entropy)，不要加 ()。",
+        isinstance(got, torch.Tensor),
+        f"{where} should return a tensor, not {type(got).__name__}.",
+        f"{where} 应该返回一个张量，而不是 {type(got).__name__}。",
+    )
+    require(
+        got.shape == logits.shape,
+        f"{where} has shape {tuple(got.shape)}: the gradient holds one number per logit, so it has the logits' "
+        f"shape {tuple(logits.shape)}, (N, C, H, W) with the classes in dimension 1.",
+        f"{where} 的形状是 {tuple(got.shape)}：梯度对每个 logit 都有一个数，所以形状与 logit 相同，是 "
+        f"{tuple(logits.shape)}，即 (N, C, H, W)，类别在维度 1。",
+    )
+    require(
+        got.dtype == logits.dtype and got.device == logits.device,
+        f"{where} is a {got.dtype} tensor on {got.device}; logits.grad has the logits' dtype and device "
+        f"({logits.dtype} on {logits.device}).",
+        f"{where} 是位于 {got.device} 的 {got.dtype} 张量；logits.grad 的数据类型和设备与 logit 相同"
+        f"（位于 {logits.device} 的 {logits.dtype}）。",
+    )
+    return got.detach()
+
+
+def check_pixel_cross_entropy_grad(
+    pixel_cross_entropy_grad: Callable[[torch.Tensor, torch.Tensor, torch.Tensor, int], torch.Tensor],
+) -> None:
+    """`pixel_cross_entropy_grad(logits, target, weight, ignore_index)` on (N, C, H, W) logits and (N, H, W)
+    targets must return what backward() leaves in logits.grad for F.cross_entropy(logits, target, weight=weight,
+    ignore_index=ignore_index), without autograd and without changing its arguments."""
+    require(
+        callable(pixel_cross_entropy_grad),
+        "Pass the function itself: check_pixel_cross_entropy_grad(pixel_cross_entropy_grad), without ().",
+        "把函数本身传进去：check_pixel_cross_entropy_grad(pixel_cross_entropy_grad)，不要加 ()。",
     )
     for logits, target, weight, ignore_index in _pixel_cases():
-        want = F.cross_entropy(logits, target, weight=weight, ignore_index=ignore_index)
+        want = _gradient(logits, target, weight=weight, ignore_index=ignore_index)
         where = (
-            f"pixel_cross_entropy(<{str(logits.dtype)[6:]} logits {tuple(logits.shape)}>, <target>, weight, "
+            f"pixel_cross_entropy_grad(<{str(logits.dtype)[6:]} logits {tuple(logits.shape)}>, <target>, weight, "
             f"{ignore_index})"
         )
-        with _forbidden(
-            _LOSS_FUNCTIONS,
-            where,
-            "the exercise is to compute the loss yourself, without F.cross_entropy, F.nll_loss or any other loss "
-            "function (nor their nn modules).",
-            "这道练习要你自己算出这个损失，不能调用 F.cross_entropy、F.nll_loss 或其他任何损失函数"
-            "（也不能用它们对应的 nn 模块）。",
-        ):
-            got = call_learner(pixel_cross_entropy, logits.clone(), target.clone(), weight.clone(), ignore_index)
-        got = _one_number(got, want, where)
+        with _without_autograd(where):
+            got = call_learner(pixel_cross_entropy_grad, logits.clone(), target.clone(), weight.clone(), ignore_index)
+        got = _gradient_shape(got, logits, where)
         kept = target.ne(ignore_index)  # (N, H, W): the pixels that count
         if not kept.any():
             require(
-                bool(got.isnan()) or got.item() != 0,
-                f"{where} is 0, but every pixel is ignored: the weighted mean is 0 / 0, and the exercise asks for "
-                "nan there, as PyTorch returns; a guard that skips such a batch belongs in the training loop, "
-                "not in this function.",
-                f"{where} 是 0，但所有像素都被忽略了：加权平均是 0 / 0，练习要求这时像 PyTorch 一样返回 nan；"
-                "跳过这种批的防护应写在训练循环里，而不是写在这个函数里。",
+                bool(got.isfinite().all()),
+                f"{where} holds nan or inf, but every pixel is ignored: the loss no longer depends on the logits, "
+                "and PyTorch's backward gives zeros (the section on a batch where every target is ignored). The "
+                "divisor, the sum of the kept pixels' weights, is 0 here: guard it.",
+                f"{where} 里有 nan 或 inf，但所有像素都被忽略了：损失不再依赖 logit，PyTorch 的反向传播给出全 0"
+                "（见讲标签全被忽略的批的那一节）。这里的分母，即保留像素的权重之和，等于 0：需要加以防范。",
             )
             require(
-                bool(got.isnan()),
-                f"{where} is {got.item()}, but every pixel is ignored: nothing is left to average, and PyTorch "
-                "returns nan (0 / 0).",
-                f"{where} 是 {got.item()}，但所有像素都被忽略了：没有可以平均的像素，PyTorch 返回 nan（0 / 0）。",
+                bool((got == 0).all()),
+                f"{where} is not all zeros, but every pixel is ignored: no logit changes the loss, so PyTorch's "
+                "gradient is 0 everywhere.",
+                f"{where} 不全是 0，但所有像素都被忽略了：哪个 logit 都不影响损失，所以 PyTorch 的梯度处处为 0。",
             )
             continue
         require(
-            bool(got.isfinite()),
-            f"{where} is {got.item()}, but PyTorch's loss is finite: a logit 400 below its pixel's largest one has "
-            "a softmax that rounds to exactly 0, whose log is -inf; take log-probabilities with F.log_softmax, not "
-            "the log of a softmax.",
-            f"{where} 是 {got.item()}，而 PyTorch 的损失是有限的：比该像素最大 logit 小 400 的那个 logit，"
-            "softmax 恰好舍入成 0，取对数就是 -inf；请用 F.log_softmax 求对数概率，不要对 softmax 取对数。",
+            bool(got.isfinite().all()),
+            f"{where} holds nan or inf, but PyTorch's gradient is finite: two pixels have logits of +-200, where "
+            "exp overflows float32 (inf / inf is nan); torch.softmax subtracts each pixel's largest logit first.",
+            f"{where} 里有 nan 或 inf，而 PyTorch 的梯度是有限的：有两个像素的 logit 是 ±200，exp 在 float32 下"
+            "上溢（inf / inf 是 nan）；torch.softmax 会先减去每个像素最大的 logit。",
         )
         if _agree(got, want):
             continue
-        shown, expected = _two(got, want)
-        where, where_zh = f"{where} gives {shown}, expected {expected}", f"{where} 得到 {shown}，应为 {expected}"
-        # Each mistake, as PyTorch computes it (outside the learner's call, so the loss functions work here).
-        wrong_dim = F.nll_loss(F.log_softmax(logits, dim=-1), target, weight=weight, ignore_index=ignore_index)
+        where_zh = f"{where} 的结果不对"
+        where = f"{where} differs from PyTorch's gradient"
+        # Each mistake, as autograd computes it for PyTorch's own losses (outside the learner's call).
         require(
-            not _agree(got, wrong_dim),
-            f"{where}: it takes log_softmax over the last dimension; the classes are dimension 1 of (N, C, H, W).",
-            f"{where_zh}：在最后一个维度上做了 log_softmax；在 (N, C, H, W) 中类别是维度 1。",
+            not _agree(got, -want),
+            f"{where}: the sign is wrong; raising the true class's logit lowers the loss, so its gradient is "
+            "negative there.",
+            f"{where_zh}：符号反了；调高真实类别的 logit 会让损失变小，所以那里的梯度是负的。",
         )
-        negatives_only = F.cross_entropy(logits, target.where(target >= 0, -100), weight=weight)
         require(
-            not _agree(got, negatives_only),
+            not _agree(got, _gradient(logits, target.where(target >= 0, -100), weight=weight)),
             f"{where}: it never reads the argument ignore_index; it is {ignore_index} here, a class number, so "
-            "the pixels of that class must be left out, not -100 or the negative targets.",
+            "the pixels of that class are the ignored ones, not those of -100 or of a negative target.",
             f"{where_zh}：没有用到参数 ignore_index；它在这里是 {ignore_index}，本身就是一个类别编号，"
-            "所以要去掉的是这个类别的像素，而不是 -100 或负数标签。",
-        )
-        summed = F.cross_entropy(logits, target, weight=weight, ignore_index=ignore_index, reduction="sum")
-        require(
-            not _agree(got, summed / target.numel()),
-            f"{where}: it divides by every pixel, the ignored ones included; ignored pixels count neither in the "
-            "sum nor in the divisor.",
-            f"{where_zh}：除以的是全部像素数，被忽略的像素也算进去了；被忽略的像素既不进总和，也不进分母。",
+            "所以被忽略的是这个类别的像素，而不是 -100 或负数标签的像素。",
         )
         require(
-            not _agree(got, summed / kept.sum()),
-            f"{where}: it divides by the number of kept pixels; with class weights, the divisor is the sum of "
-            "weight[target] over the kept pixels.",
-            f"{where_zh}：除以的是保留下来的像素数；有类别权重时，分母是保留像素的 weight[target] 之和。",
+            bool((got.movedim(1, -1)[~kept] == 0).all()),
+            f"{where}: the ignored pixels (target == {ignore_index}) have a gradient that is not 0; they drop out "
+            "of the loss, so no logit of theirs changes it.",
+            f"{where_zh}：被忽略的像素（target == {ignore_index}）梯度不是 0；它们不在损失里，"
+            "所以它们的 logit 怎么变都不影响损失。",
         )
+        summed = _gradient(logits, target, weight=weight, ignore_index=ignore_index, reduction="sum")
         require(
-            not _agree(got, F.cross_entropy(logits, target.clamp(0, logits.shape[1] - 1), weight=weight)),
-            f"{where}: it still counts the ignored pixels, as whatever class stands in for them; their loss and "
-            "their weight must both drop out.",
-            f"{where_zh}：仍然把被忽略的像素算了进去（当成了替它们填上的那个类别）；它们的损失和权重都必须去掉。",
+            not _agree(got, summed),
+            f"{where}: it is the gradient of the sum of the pixels' losses; F.cross_entropy takes their weighted "
+            "mean, the sum divided by the sum of the kept pixels' weight[target].",
+            f"{where_zh}：这是各像素损失之和的梯度；F.cross_entropy 取的是加权平均，"
+            "即总和除以保留像素的 weight[target] 之和。",
         )
+        for count, what, what_zh in [
+            (logits.shape[0], "N, the batch size", "N，也就是批大小"),
+            (target.numel(), "every pixel, the ignored ones included", "全部像素数（连被忽略的也算上）"),
+            (kept.sum(), "the number of kept pixels", "保留的像素数"),
+        ]:
+            require(
+                not _agree(got, summed / count),
+                f"{where}: it divides by {what}; each pixel is a sample, and with class weights the mean divides "
+                "by the sum of weight[target] over the kept pixels.",
+                f"{where_zh}：除以的是{what_zh}；每个像素都是一个样本，有类别权重时，平均值除以的是"
+                "保留像素的 weight[target] 之和。",
+            )
         require(
-            not _agree(got, F.cross_entropy(logits, target, ignore_index=ignore_index)),
-            f"{where}: it leaves out the class weights; each pixel's loss is multiplied by weight[target], and the "
-            "divisor is the sum of those weights.",
-            f"{where_zh}：没有用上类别权重；每个像素的损失要乘以 weight[target]，分母是这些权重之和。",
+            not _agree(got, _gradient(logits, target, ignore_index=ignore_index)),
+            f"{where}: it leaves out the class weights; each kept pixel's loss is multiplied by weight[target], and "
+            "the mean divides by the sum of those weights.",
+            f"{where_zh}：没有用上类别权重；每个保留像素的损失都要乘以 weight[target]，平均值除以这些权重之和。",
+        )
+        row_sums = got.sum(dim=1)  # (N, H, W): PyTorch's are 0 (up to rounding)
+        require(
+            _agree(row_sums, torch.zeros_like(row_sums)),
+            f"{where}: at some pixels it does not sum to 0 over the {logits.shape[1]} classes, as PyTorch's does: "
+            "the softmax over dimension 1 (the classes) sums to 1, the one-hot target too, and one number, the "
+            "pixel's weight[target], scales the whole loss of that pixel.",
+            f"{where_zh}：有些像素的梯度在 {logits.shape[1]} 个类别上加起来不等于 0，而 PyTorch 的等于 0："
+            "沿维度 1（类别）的 softmax 之和为 1，独热标签之和也是 1，而该像素的整个损失都乘以同一个数，"
+            "即它的 weight[target]。",
         )
         require(
             False,
-            f"{where}: each kept pixel's loss is -weight[c] * log p_c for its class c, with p the softmax over "
-            "the classes; the mean divides their sum by the sum of the kept pixels' weight[c].",
-            f"{where_zh}：每个保留像素的损失是 -weight[c] * log p_c（c 是它的类别，p 是对各类别的 softmax）；"
-            "平均值是它们的总和除以保留像素的 weight[c] 之和。",
+            f"{where}: the loss is the sum over the kept pixels of weight[y] * -log p_y (y the pixel's class, p the "
+            "softmax over dimension 1), divided by the sum of their weight[y], a constant for the gradient; "
+            "differentiate one pixel's term with respect to its C logits.",
+            f"{where_zh}：损失是各保留像素的 weight[y] * -log p_y 之和（y 是该像素的类别，p 是沿维度 1 的 softmax），"
+            "再除以它们的 weight[y] 之和，这个和对梯度来说是常数；请对一个像素的这一项关于它的 C 个 logit 求导。",
         )
     passed(
-        "pixel_cross_entropy agrees with F.cross_entropy on 4 batches, an all-ignored one included",
-        "pixel_cross_entropy 在 4 个批上与 F.cross_entropy 一致，其中包括一个所有像素都被忽略的批。",
+        "pixel_cross_entropy_grad agrees with PyTorch's backward on 4 batches, an all-ignored one included",
+        "pixel_cross_entropy_grad 在 4 个批上与 PyTorch 的反向传播一致，其中包括一个所有像素都被忽略的批。",
     )

@@ -1,11 +1,11 @@
-"""Self-checks for lesson 03 (`scatter_`): multi-hot labels, and the mean feature vector of each class. The
-reference answers and the tables of typical mistakes live in companion/checks/answers/scatter.py (the teacher's
-part); these checks build what is expected with other PyTorch operations (`F.one_hot`, `index_add_`, `bincount`)."""
+"""Self-checks for lesson 03 (`scatter_`): the inverse of a batch of permutations, and the mean feature vector of
+each class. The reference answers and the tables of typical mistakes live in companion/checks/answers/scatter.py (the
+teacher's part); these checks judge an inverse by what `gather` makes of it, and build the class means with other
+PyTorch operations (`index_add_`, `bincount`)."""
 
 from collections.abc import Callable
 
 import torch
-import torch.nn.functional as F
 
 from companion.exercises import call_learner, passed, require
 
@@ -31,81 +31,125 @@ def _returned_tensor(got: object, where: str) -> torch.Tensor:
 # Exercise 1 ---------------------------------------------------------------------------------------------------------
 
 
-def _multi_hot_cases() -> list[tuple[torch.Tensor, int]]:
+def _permutation_cases() -> list[torch.Tensor]:
+    """Batches of permutations, one per row: cycles of 3 and 4 (a 3-cycle applied twice is its inverse, a 4-cycle
+    applied twice is not), swaps and the identity (their own inverses), a non-contiguous batch, an empty one."""
     generator = torch.Generator().manual_seed(31)
+    columns = [torch.randperm(7, generator=generator) for _ in range(4)]
     return [
-        (torch.tensor([[0, 2], [1, 1], [3, 0]]), 5),  # row 1 names class 1 twice; class 4 never appears
-        (torch.tensor([[2]]), 3),
-        (torch.randint(0, 6, (8, 3), generator=generator), 6),
-        (torch.tensor([[0, 1, 2], [3, 3, 0]]).T, 4),  # a non-contiguous (3, 2) index, repeats in row 1
-        (torch.zeros(0, 2, dtype=torch.long), 4),  # an empty batch
+        torch.tensor([[1, 2, 3, 0]]),  # one 4-cycle
+        torch.tensor([[2, 0, 1, 3, 4], [0, 1, 2, 3, 4], [1, 0, 4, 3, 2]]),  # a 3-cycle, the identity, swaps
+        torch.stack([torch.randperm(6, generator=generator) for _ in range(5)]),
+        torch.stack(columns, dim=1).T,  # (4, 7), each row a permutation, not contiguous
+        torch.tensor([[0]]),
+        torch.zeros(0, 3, dtype=torch.long),  # an empty batch
+        torch.stack([torch.randperm(9, generator=generator) for _ in range(9)]),  # square: B = N
     ]
 
 
-def check_multi_hot(multi_hot: Callable[[torch.Tensor, int], torch.Tensor]) -> None:
-    """`multi_hot(labels, num_classes)`: labels (N, K) -> float32 (N, num_classes), 1.0 where a row names a class."""
+def _scatter_error_hint(error: Exception, where: str) -> tuple[str, str] | None:
+    """The hint for an error scatter_ raises on a typical slip, or None for any other error."""
+    message = str(error)
+    if "out of bounds for dimension 0" in message:
+        return (
+            f"{where} fails: {message}. Each row of perm is one permutation, so its positions run along dim=1, "
+            "the dimension to scatter along.",
+            f"{where} 出错：{message}。perm 的每一行是一个排列，行里的位置沿 dim=1 排列，应该沿这个维度 scatter。",
+        )
+    if "dtype" in message:
+        return (
+            f"{where} fails: {message}. The tensor you scatter into and the values you scatter must have one data "
+            "type: positions are int64, like perm (torch.zeros_like(perm) creates such a tensor).",
+            f"{where} 出错：{message}。被写入的张量和写入的值必须是同一种数据类型：位置是 int64，与 perm 相同"
+            "（torch.zeros_like(perm) 就能创建这样的张量）。",
+        )
+    if "no larger" in message or "Dimension out of range" in message or "number of dimensions" in message:
+        return (
+            f"{where} fails: {message}. What you scatter must cover the index, perm, of shape (B, N): expand a row "
+            "of positions to every row with .expand_as(perm).",
+            f"{where} 出错：{message}。写入的值必须覆盖形状为 (B, N) 的索引 perm：用 .expand_as(perm) "
+            "把一行位置扩展到每一行。",
+        )
+    return None
+
+
+def check_inverse_permutation(inverse_permutation: Callable[[torch.Tensor], torch.Tensor]) -> None:
+    """`inverse_permutation(perm)`: perm (B, N), each row a permutation of 0..N-1 -> inv (B, N), int64, such that
+    `x.gather(1, perm).gather(1, inv)` is x for every x; equivalently perm.gather(1, inv) is 0..N-1 in each row."""
     require(
-        callable(multi_hot),
-        "Pass the function itself: check_multi_hot(multi_hot), without ().",
-        "把函数本身传进去：check_multi_hot(multi_hot)，不要加 ()。",
+        callable(inverse_permutation),
+        "Pass the function itself: check_inverse_permutation(inverse_permutation), without ().",
+        "把函数本身传进去：check_inverse_permutation(inverse_permutation)，不要加 ()。",
     )
-    for labels, num_classes in _multi_hot_cases():
-        repeats = F.one_hot(labels, num_classes).sum(dim=1).float()  # (N, C): how often a row names each class
-        want = (repeats > 0).float()
-        where = f"multi_hot({labels.tolist()}, {num_classes})"
-        got = _returned_tensor(call_learner(multi_hot, labels, num_classes), where)
+    for perm in _permutation_cases():
+        batch, n = perm.shape
+        where = f"inverse_permutation({perm.tolist()})"
+        try:
+            got = call_learner(inverse_permutation, perm)
+        except (RuntimeError, IndexError) as error:
+            hint = _scatter_error_hint(error, where)
+            if hint is None:
+                raise
+            require(False, *hint)
+        got = _returned_tensor(got, where)
         require(
-            got.shape == want.shape,
-            f"{where} has shape {tuple(got.shape)}, expected {tuple(want.shape)}: one row per sample and "
-            "num_classes columns, even when the last classes never occur; start from "
-            "torch.zeros(len(labels), num_classes).",
-            f"{where} 的形状是 {tuple(got.shape)}，应为 {tuple(want.shape)}：每个样本一行，列数是 num_classes，"
-            "即使最后几个类别一次都没出现；请从 torch.zeros(len(labels), num_classes) 开始。",
+            got.shape == perm.shape,
+            f"{where} has shape {tuple(got.shape)}, expected {tuple(perm.shape)}: one position for each position "
+            "of perm, row by row.",
+            f"{where} 的形状是 {tuple(got.shape)}，应为 {tuple(perm.shape)}：perm 的每个位置对应一个位置，逐行对应。",
         )
         require(
-            got.dtype == torch.float32,
-            f"{where} is {got.dtype}; return float32 (the default of torch.zeros), the data type a loss expects "
-            "for its target.",
-            f"{where} 的数据类型是 {got.dtype}；请返回 float32（torch.zeros 的默认类型），损失函数的标签要的就是它。",
+            got.dtype == torch.int64 and got.device == perm.device,
+            f"{where} is {got.dtype} on {got.device}; return int64 on perm's device ({perm.device}): the result "
+            "is an index, and gather takes only integer indices.",
+            f"{where} 是 {got.device} 上的 {got.dtype}；请返回与 perm 同设备（{perm.device}）的 int64："
+            "结果是一个索引，而 gather 只接受整数索引。",
+        )
+        if not len(got):
+            continue
+        require(
+            bool(((got >= 0) & (got < n)).all()),
+            f"{where} holds {got[(got < 0) | (got >= n)][:3].tolist()}: positions in a row of {n} run from 0 to "
+            f"{n - 1}.",
+            f"{where} 里有 {got[(got < 0) | (got >= n)][:3].tolist()}：长为 {n} 的一行，位置从 0 到 {n - 1}。",
+        )
+        positions = torch.arange(n).expand(batch, n)  # (B, N)
+        undone = perm.gather(1, got)  # perm[b, inv[b, j]], which should be j
+        if torch.equal(undone, positions):
+            continue
+        row = int((undone != positions).any(dim=1).nonzero()[0, 0])
+        require(
+            not torch.equal(got, perm),
+            f"{where} gives perm itself (perm as it is, or perm scattered to the places 0..N-1): that undoes a swap, "
+            f"which is its own inverse, but not row {row}, "
+            f"{perm[row].tolist()}. x.gather(1, perm) reads x where perm points; its inverse must write each "
+            "position i to the place perm[b, i] names.",
+            f"{where} 得到的就是 perm 本身（原样的 perm，或把 perm 写到位置 0..N-1 上）："
+            f"对“交换两个位置”这样以自身为逆的排列没问题，但第 {row} 行 "
+            f"{perm[row].tolist()} 不行。x.gather(1, perm) 是到 perm 所指的地方去读 x；"
+            "它的逆要把每个位置 i 写到 perm[b, i] 所指的地方。",
         )
         require(
-            got.device == labels.device,
-            f"{where} is on {got.device}, the labels on {labels.device}: create the result on labels.device.",
-            f"{where} 在 {got.device} 上，而 labels 在 {labels.device} 上：请在 labels.device 上创建结果。",
-        )
-        unnamed = want == 0
-        require(
-            torch.equal(got[unnamed], want[unnamed]),
-            f"{where} holds {got[unnamed & (got != 0)][:3].tolist()} where no label points, instead of 0: the "
-            "tensor you scatter into must start as zeros (torch.empty keeps whatever the memory held, "
-            "torch.ones starts at 1).",
-            f"{where} 在没有任何标签指向的位置上是 {got[unnamed & (got != 0)][:3].tolist()}，而不是 0："
-            "你往里 scatter 的张量一开始必须全是 0（torch.empty 保留内存里原有的内容，torch.ones 一开始就是 1）。",
+            not torch.equal(got, perm.gather(1, perm)),
+            f"{where} applies perm a second time (perm.gather(1, perm), or perm[perm]): for a cycle of three "
+            f"positions that happens to be the inverse, but not for row {row}, {perm[row].tolist()}. Reading "
+            "where perm points is gather; undoing it writes where perm points.",
+            f"{where} 把 perm 又作用了一次（perm.gather(1, perm) 或 perm[perm]）：对三个位置的轮换，这恰好就是逆，"
+            f"但第 {row} 行 {perm[row].tolist()} 不是。到 perm 所指的地方去读是 gather；要撤销它，就得往 perm "
+            "所指的地方写。",
         )
         require(
-            torch.equal(got, want) or not (bool((repeats > 1).any()) and torch.equal(got, repeats)),
-            f"{where} holds a value above 1 where a row names a class twice: scatter_ writes the value 1 "
-            "(a repeat writes it again), while scatter_add_ or a sum of one-hot rows adds the repeats.",
-            f"{where} 在某一行重复列出同一个类别的位置上得到了大于 1 的值：scatter_ 是写入 1"
-            "（重复的索引只是再写一次），而 scatter_add_ 或把独热行相加会把重复的次数累加起来。",
-        )
-        first_only = F.one_hot(labels[:, 0], num_classes).float() if labels.shape[1] > 1 and len(labels) else want
-        require(
-            torch.equal(got, want) or not torch.equal(got, first_only),
-            f"{where} marks only the first label of each row: pass the whole (N, K) labels tensor as the index, "
-            "every column of it.",
-            f"{where} 每行只标出了第一个标签：请把整个形状为 (N, K) 的 labels 作为索引传进去，它的每一列都要用上。",
-        )
-        require(
-            torch.equal(got, want),
-            f"{where} gives {got.tolist()}, expected {want.tolist()}: scatter_ the value 1.0 along dim=1, with "
-            "labels itself as the index.",
-            f"{where} 得到 {got.tolist()}，应为 {want.tolist()}：沿 dim=1 用 scatter_ 写入数值 1.0，"
-            "索引就是 labels 本身。",
+            False,
+            f"{where}, row {row}: perm {perm[row].tolist()} and your inverse {got[row].tolist()} give "
+            f"perm[inv[j]] = {undone[row].tolist()}, which should be {list(range(n))}: the position i must land "
+            "at the place perm[b, i], for every i of every row.",
+            f"{where} 第 {row} 行：perm 为 {perm[row].tolist()}，你的逆为 {got[row].tolist()}，"
+            f"perm[inv[j]] 得到 {undone[row].tolist()}，应为 {list(range(n))}：每一行的每个位置 i 都要落在 "
+            "perm[b, i] 所指的地方。",
         )
     passed(
-        "multi_hot marks every label once, repeats and an empty batch included",
-        "multi_hot 把每个标签都恰好标了一次，重复标签和空批次也都正确。",
+        "inverse_permutation undoes every shuffle: cycles, swaps, the identity and an empty batch",
+        "inverse_permutation 把每一种打乱都还原了：轮换、交换、恒等排列和空批次都正确。",
     )
 
 

@@ -151,9 +151,10 @@ _SLIPS: list[tuple[Callable[[torch.Tensor], torch.Tensor | None], str, str]] = [
     (
         lambda x: _broadcast_or_none(lambda: x - x.mean(1)),
         "On a square x, subtracting x.mean(dim=1) runs but takes row i's mean from column i: a mean of shape (n,) "
-        "lines up with x's last dimension. Keep the dimension you averaged over, so the means form a column.",
+        "lines up with x's last dimension. Keep the dimension you averaged over, x.mean(dim=1, keepdim=True) of "
+        "shape (n, 1), so the means form a column.",
         "当 x 是方阵时，减去 x.mean(dim=1) 不会报错，但它把第 i 行的均值减在了第 i 列上：形状为 (n,) 的均值对齐的是 "
-        "x 的最后一个维度。请保留求平均的那个维度，让均值排成一列。",
+        "x 的最后一个维度。请保留求平均的那个维度，用形状为 (n, 1) 的 x.mean(dim=1, keepdim=True)，让均值排成一列。",
     ),
     (
         lambda x: x - x.mean(0, keepdim=True),
@@ -194,9 +195,10 @@ def check_center_rows(center_rows: Callable[[torch.Tensor], torch.Tensor]) -> No
             require(
                 "must match the size" not in str(error),
                 f"Broadcasting failed for shape {shape}: a row mean of shape (n,) lines up with x's last dimension, "
-                "not with its rows. Keep the dimension you averaged over, so the means form a column of shape (n, 1).",
+                "not with its rows. Keep the dimension you averaged over, x.mean(dim=1, keepdim=True), so the means "
+                "form a column of shape (n, 1).",
                 f"形状为 {shape} 时广播失败：形状为 (n,) 的行均值对齐的是 x 的最后一个维度，而不是行。"
-                "请保留求平均的那个维度，让均值排成形状为 (n, 1) 的一列。",
+                "请用 x.mean(dim=1, keepdim=True) 保留求平均的那个维度，让均值排成形状为 (n, 1) 的一列。",
             )
             raise
         require(

@@ -172,6 +172,27 @@ def _mistake_whole_model_eval(model, loader, epochs):
             optimizer.step()
 
 
+def _mistake_never_calls_train(model, loader, epochs):  # mutation testing: a model handed over in eval mode stays so
+    _mistake_freeze_backbone(model)
+    optimizer = torch.optim.Adam([p for p in model.parameters() if p.requires_grad], lr=0.01)
+    for _ in range(epochs):
+        eval_frozen_batchnorm(model)
+        for inputs, labels in loader:
+            optimizer.zero_grad()
+            F.cross_entropy(model(inputs), labels).backward()
+            optimizer.step()
+
+
+def _mistake_draws_after_training(model, loader, epochs):  # a random peek moves the caller's generator
+    _reference_finetune(model, loader, epochs)
+    inputs, _ = loader.dataset[torch.randint(len(loader.dataset), (4,))]  # a few samples to look at afterwards
+    model.eval()
+    with torch.no_grad():
+        model(inputs).argmax(1)
+    model.train()
+    eval_frozen_batchnorm(model)
+
+
 def _mistake_backbone_under_no_grad(model, loader, epochs):  # review W1: frozen by no_grad, BatchNorm still trains
     _mistake_freeze_backbone(model)
     optimizer = torch.optim.Adam([p for p in model.parameters() if p.requires_grad], lr=0.01)
@@ -226,6 +247,16 @@ EXERCISE_FINETUNE = Exercise(
             "was in training mode in every forward pass",
         ),
         Mistake("model.eval() for the whole model", _mistake_whole_model_eval, "Dropout was off while training"),
+        Mistake(
+            "model.train() never called, so a model handed over in evaluation mode stays there",
+            _mistake_never_calls_train,
+            "call model.train() at the start of every epoch",
+        ),
+        Mistake(
+            "a random draw after training (a peek at a few predictions)",
+            _mistake_draws_after_training,
+            "drew extra numbers",
+        ),
         Mistake(
             "every BatchNorm in eval mode, the trainable one too",
             _train(prepare=_mistake_freeze_backbone, every_epoch=_mistake_every_batchnorm_eval),

@@ -5,7 +5,7 @@ import math
 import torch
 import torch.nn.functional as F
 
-from companion.checks.conv import check_depthwise_conv, check_pool_output_length
+from companion.checks.conv import check_causal_conv1d, check_pool_output_length
 from companion.exercises import Exercise, Mistake
 
 # Exercise 1 ---------------------------------------------------------------------------------------------------------
@@ -65,57 +65,62 @@ def _pool_float(n, k, s, p, ceil_mode):
 # Exercise 2 ---------------------------------------------------------------------------------------------------------
 
 
-def _depthwise_reference(x, weight):
-    return F.conv2d(x, weight, padding=weight.shape[-1] // 2, groups=x.shape[1])
+def _causal_conv1d(x, weight, dilation):
+    reach = dilation * (weight.shape[-1] - 1)  # the window spans d(k-1) + 1 steps, ending at step t
+    return F.conv1d(F.pad(x, (reach, 0)), weight, dilation=dilation)  # zeros before step 0 only
 
 
-def _right_depthwise_interleaved(x, weight):
-    multiplier = weight.shape[0] // x.shape[1]
-    return F.conv2d(x.repeat_interleave(multiplier, dim=1), weight, padding="same", groups=weight.shape[0])
+def _right_causal_cropped(x, weight, dilation):
+    both_ends = F.conv1d(x, weight, padding=dilation * (weight.shape[-1] - 1), dilation=dilation)
+    return both_ends[..., : x.shape[-1]]  # the first L steps: windows that end at steps 0..L-1
 
 
-def _right_depthwise_padded_first(x, weight):
-    half = weight.shape[-1] // 2
-    return F.conv2d(F.pad(x, (half, half, half, half)), weight, groups=x.shape[1])
+def _right_causal_conv2d(x, weight, dilation):
+    padded = F.pad(x, (dilation * (weight.shape[-1] - 1), 0)).unsqueeze(2)  # (N, C_in, 1, L + reach)
+    return F.conv2d(padded, weight.unsqueeze(2), dilation=(1, dilation)).squeeze(2)  # a height of 1
 
 
-def _right_depthwise_positional(x, weight):
-    return torch.conv2d(x, weight, None, 1, "same", 1, x.shape[1])  # bias, stride, padding, dilation, groups
+def _right_causal_by_taps(x, weight, dilation):
+    kernel, length = weight.shape[-1], x.shape[-1]
+    out = 0
+    for tap in range(kernel):  # tap j reads the step d(k-1-j) back from t
+        delayed = F.pad(x, (dilation * (kernel - 1 - tap), 0))[..., :length]  # (N, C_in, L)
+        out = out + torch.einsum("oc,ncl->nol", weight[:, :, tap], delayed)
+    return out
 
 
-def _depthwise_without_groups(x, weight):
-    return F.conv2d(x, weight, padding=weight.shape[-1] // 2)
+def _causal_same_padding(x, weight, dilation):
+    return F.conv1d(x, weight, padding="same", dilation=dilation)
 
 
-def _depthwise_groups_per_kernel(x, weight):
-    return F.conv2d(x, weight, padding=weight.shape[-1] // 2, groups=weight.shape[0])
+def _causal_padded_on_the_right(x, weight, dilation):
+    return F.conv1d(F.pad(x, (0, dilation * (weight.shape[-1] - 1))), weight, dilation=dilation)
 
 
-def _depthwise_without_padding(x, weight):
-    return F.conv2d(x, weight, groups=x.shape[1])
+def _causal_last_steps_kept(x, weight, dilation):
+    both_ends = F.conv1d(x, weight, padding=dilation * (weight.shape[-1] - 1), dilation=dilation)
+    return both_ends[..., -x.shape[-1] :]
 
 
-def _depthwise_channels_repeated(x, weight):
-    multiplier = weight.shape[0] // x.shape[1]
-    return F.conv2d(x.repeat(1, multiplier, 1, 1), weight, padding=weight.shape[-1] // 2, groups=weight.shape[0])
+def _causal_both_ends_uncropped(x, weight, dilation):
+    return F.conv1d(x, weight, padding=dilation * (weight.shape[-1] - 1), dilation=dilation)
 
 
-def _depthwise_flipped_kernel(x, weight):
-    return F.conv2d(x, weight.flip(-2, -1), padding=weight.shape[-1] // 2, groups=x.shape[1])
+def _causal_padding_ignores_dilation(x, weight, dilation):
+    return F.conv1d(F.pad(x, (weight.shape[-1] - 1, 0)), weight, dilation=dilation)
 
 
-def _depthwise_replicate_padding(x, weight):
-    half = weight.shape[-1] // 2
-    return F.conv2d(F.pad(x, (half, half, half, half), mode="replicate"), weight, groups=x.shape[1])
+def _causal_conv_without_dilation(x, weight, dilation):
+    return F.conv1d(F.pad(x, (dilation * (weight.shape[-1] - 1), 0)), weight)
 
 
-def _depthwise_loop_over_channels(x, weight):
-    multiplier, half = weight.shape[0] // x.shape[1], weight.shape[-1] // 2
-    outputs = [
-        F.conv2d(x[:, c : c + 1], weight[c * multiplier : (c + 1) * multiplier], padding=half)
-        for c in range(x.shape[1])
-    ]
-    return torch.cat(outputs, dim=1)
+def _causal_flipped_kernel(x, weight, dilation):
+    return F.conv1d(F.pad(x, (dilation * (weight.shape[-1] - 1), 0)), weight.flip(-1), dilation=dilation)
+
+
+def _causal_replicate_padding(x, weight, dilation):
+    padded = F.pad(x, (dilation * (weight.shape[-1] - 1), 0), mode="replicate")
+    return F.conv1d(padded, weight, dilation=dilation)
 
 
 EXERCISES = [
@@ -143,27 +148,26 @@ EXERCISES = [
         discuss_zh="一个完全落在填充区里的窗口，对最大池化来说为什么毫无意义？",
     ),
     Exercise(
-        check=check_depthwise_conv,
-        reference=_depthwise_reference,
+        check=check_causal_conv1d,
+        reference=_causal_conv1d,
         mistakes=(
-            Mistake("forgets groups", _depthwise_without_groups, "needs groups=x.shape[1]"),
-            Mistake(
-                "one group per kernel: groups=weight.shape[0]",
-                _depthwise_groups_per_kernel,
-                "groups counts the input channels",
-            ),
-            Mistake("no padding", _depthwise_without_padding, "pad by kernel_size // 2"),
-            Mistake("x.repeat instead of repeat_interleave", _depthwise_channels_repeated, "o // m"),
-            Mistake("flips the kernel (true convolution)", _depthwise_flipped_kernel, "the kernel is flipped"),
-            Mistake("replicate padding instead of zeros", _depthwise_replicate_padding, "padded in replicate mode"),
-            Mistake("one F.conv2d call per input channel", _depthwise_loop_over_channels, "asks for one call"),
+            Mistake("padding='same'", _causal_same_padding, "sees later steps of x"),
+            Mistake("pads on the right: F.pad(x, (0, reach))", _causal_padded_on_the_right, "(left, right)"),
+            Mistake("pads both ends, keeps the last L steps", _causal_last_steps_kept, "(left, right)"),
+            Mistake("pads both ends, keeps every step", _causal_both_ends_uncropped, "pads both ends"),
+            Mistake("pads k - 1, not d(k - 1)", _causal_padding_ignores_dilation, "not k ="),
+            Mistake("forgets dilation= in F.conv1d", _causal_conv_without_dilation, "pass dilation="),
+            Mistake("flips the kernel", _causal_flipped_kernel, "the kernel is flipped"),
+            Mistake("replicate padding", _causal_replicate_padding, "repeats x's first value"),
         ),
-        right=(_right_depthwise_interleaved, _right_depthwise_padded_first, _right_depthwise_positional),
-        why="With groups = C, group c holds input channel c and m consecutive kernels: output channels c*m to "
-        "c*m + m - 1.",
-        why_zh="groups = C 时，第 c 组只有第 c 个输入通道，以及相邻的 m 个卷积核："
-        "也就是第 c*m 到 c*m + m - 1 个输出通道。",
-        discuss="How many weights does a depthwise layer with multiplier m save against a full convolution?",
-        discuss_zh="与普通卷积相比，通道倍数为 m 的深度卷积少用了多少权重？",
+        right=(_right_causal_cropped, _right_causal_conv2d, _right_causal_by_taps),
+        why="F.conv1d's window for output step t starts at padded step t; with all d(k-1) zeros before step 0 "
+        "it ends at x's step t, so no output step sees a later one, and the output keeps x's length L.",
+        why_zh="F.conv1d 第 t 个输出步的窗口从补零后的第 t 步开始；把 d(k-1) 个零全部补在第 0 步之前，"
+        "窗口就正好在 x 的第 t 步结束，于是没有哪个输出步能看到之后的步，输出长度也保持为 L。",
+        discuss="How many layers of kernel size 2, with dilations 1, 2, 4, ..., does a causal stack need to see "
+        "1,024 past steps, and how many would it need without dilation?",
+        discuss_zh="卷积核尺寸为 2、空洞率依次为 1、2、4……的因果卷积层，要叠多少层才能看到过去 1,024 步？"
+        "不用空洞率又要多少层？",
     ),
 ]

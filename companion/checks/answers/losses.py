@@ -3,7 +3,7 @@
 import torch
 import torch.nn.functional as F
 
-from companion.checks.losses import check_bce_with_logits, check_pixel_cross_entropy
+from companion.checks.losses import check_bce_with_logits, check_pixel_cross_entropy_grad
 from companion.exercises import Exercise, Mistake
 
 # Exercise 1 ---------------------------------------------------------------------------------------------------------
@@ -36,6 +36,12 @@ def _bce_sigmoid_then_log(logits, target, pos_weight):
     return -(pos_weight * target * p.log() + (1 - target) * (1 - p).log()).mean()
 
 
+def _bce_log1p_exp_as_written(logits, target, pos_weight):
+    log_p = -torch.log1p(torch.exp(-logits))  # -log(1 + e^-z) typed as written: e^200 is inf
+    log_not_p = -torch.log1p(torch.exp(logits))
+    return -(pos_weight * target * log_p + (1 - target) * log_not_p).mean()
+
+
 def _bce_clamped_like_bce_loss(logits, target, pos_weight):
     p = torch.sigmoid(logits)  # BCELoss clamps each log at -100
     return -(pos_weight * target * p.log().clamp(min=-100) + (1 - target) * (1 - p).log().clamp(min=-100)).mean()
@@ -65,101 +71,138 @@ def _bce_calls_torch(logits, target, pos_weight):
 # Exercise 2 ---------------------------------------------------------------------------------------------------------
 
 
-def _pixel_cross_entropy(logits, target, weight, ignore_index):
+def _pixel_cross_entropy_grad(logits, target, weight, ignore_index):
     kept = target != ignore_index  # (N, H, W)
-    safe = target.where(kept, 0)  # any valid class where ignored: masked out below
-    log_probs = F.log_softmax(logits, dim=1)  # over the classes: (N, C, H, W)
-    true_log_prob = log_probs.gather(1, safe.unsqueeze(1)).squeeze(1)  # (N, 1, H, W) -> (N, H, W)
+    safe = target.where(kept, 0)  # any valid class where ignored: its weight is zeroed below
     pixel_weight = weight[safe] * kept  # (N, H, W), 0 where ignored
-    return -(pixel_weight * true_log_prob).sum() / pixel_weight.sum()
+    scale = pixel_weight / pixel_weight.sum() if kept.any() else pixel_weight  # all ignored: 0 / 0 guarded
+    one_hot = F.one_hot(safe, logits.shape[1]).movedim(-1, 1)  # (N, H, W, C) -> (N, C, H, W)
+    return scale.unsqueeze(1) * (torch.softmax(logits, dim=1) - one_hot)  # (N, 1, H, W) * (N, C, H, W)
 
 
-def _right_pixel_rows(logits, target, weight, ignore_index):
-    rows = logits.movedim(1, -1).reshape(-1, logits.shape[1])  # one row of C logits per pixel
+def _right_grad_rows(logits, target, weight, ignore_index):
+    n, c, h, w = logits.shape
+    rows = logits.movedim(1, -1).reshape(-1, c)  # one row of C logits per pixel: (N * H * W, C)
     labels = target.reshape(-1)
     keep = labels != ignore_index
-    rows, labels = rows[keep], labels[keep]
-    log_probs = rows - rows.logsumexp(dim=1, keepdim=True)
-    w = weight[labels]
-    return -(w * log_probs[torch.arange(len(labels)), labels]).sum() / w.sum()
+    grad = torch.zeros_like(rows)
+    if keep.any():
+        p = rows[keep].softmax(dim=1)
+        p[torch.arange(len(p)), labels[keep]] -= 1  # softmax minus one-hot
+        kept_weight = weight[labels[keep]]
+        grad[keep] = kept_weight[:, None] * p / kept_weight.sum()
+    return grad.reshape(n, h, w, c).movedim(-1, 1)
 
 
-def _right_pixel_nan_guard(logits, target, weight, ignore_index):
-    kept = target != ignore_index
-    if not kept.any():  # a guard that still gives PyTorch's answer
-        return torch.full((), float("nan"), dtype=logits.dtype, device=logits.device)
-    one_hot = F.one_hot(target.clamp(0, logits.shape[1] - 1), logits.shape[1]).movedim(-1, 1)  # (N, C, H, W)
-    log_p = (one_hot * F.log_softmax(logits, dim=1)).sum(dim=1)  # (N, H, W)
-    w = weight[target.clamp(0, logits.shape[1] - 1)] * kept
-    return -(w * log_p).sum() / w.sum()
-
-
-def _right_pixel_in_float64(logits, target, weight, ignore_index):
+def _right_grad_float64_clamped(logits, target, weight, ignore_index):
     kept = target != ignore_index
     classes = torch.where(kept, target, torch.zeros_like(target))
-    log_p = torch.log_softmax(logits.double(), 1).gather(1, classes[:, None])[:, 0]
+    p = torch.log_softmax(logits.double(), 1).exp()
+    y = torch.zeros_like(p).scatter_(1, classes.unsqueeze(1), 1.0)
     w = weight.double()[classes] * kept
-    return (-(w * log_p).sum() / w.sum()).to(logits.dtype)
+    total = w.sum().clamp(min=torch.finfo(torch.float64).tiny)  # a guarded divisor: 0 / tiny = 0
+    return ((p - y) * (w / total)[:, None]).to(logits.dtype)
 
 
-def _pixel_parts(logits, target, weight, ignore_index):
+def _right_grad_where(logits, target, weight, ignore_index):
+    kept = (target != ignore_index).unsqueeze(1)  # (N, 1, H, W)
+    y = F.one_hot(target.clamp(0, logits.shape[1] - 1), logits.shape[1]).permute(0, 3, 1, 2)
+    w = weight[target.clamp(0, logits.shape[1] - 1)].unsqueeze(1) * kept
+    per_pixel = w * (logits.softmax(1) - y)
+    return torch.where(w.sum() > 0, per_pixel / w.sum(), torch.zeros_like(per_pixel))
+
+
+def _grad_parts(logits, target, weight, ignore_index):
     kept = target != ignore_index
     safe = target.where(kept, 0)
-    true_log_prob = F.log_softmax(logits, dim=1).gather(1, safe.unsqueeze(1)).squeeze(1)
-    return kept, safe, -(weight[safe] * kept * true_log_prob)
+    one_hot = F.one_hot(safe, logits.shape[1]).movedim(-1, 1)
+    return kept, safe, torch.softmax(logits, dim=1) - one_hot
 
 
-def _pixel_wrong_dim(logits, target, weight, ignore_index):
+def _grad_guarded(kept, numerator, divisor):
+    return numerator / divisor if kept.any() else numerator * 0
+
+
+def _grad_sign_flipped(logits, target, weight, ignore_index):
+    kept, safe, diff = _grad_parts(logits, target, weight, ignore_index)
+    w = weight[safe] * kept
+    return _grad_guarded(kept, w.unsqueeze(1) * -diff, w.sum())
+
+
+def _grad_softmax_last_dim(logits, target, weight, ignore_index):
     kept = target != ignore_index
     safe = target.where(kept, 0)
-    true_log_prob = F.log_softmax(logits, dim=-1).gather(1, safe.unsqueeze(1)).squeeze(1)
-    return -(weight[safe] * kept * true_log_prob).sum() / (weight[safe] * kept).sum()
+    diff = torch.softmax(logits, dim=-1) - F.one_hot(safe, logits.shape[1]).movedim(-1, 1)
+    w = weight[safe] * kept
+    return _grad_guarded(kept, w.unsqueeze(1) * diff, w.sum())
 
 
-def _pixel_mean_over_every_pixel(logits, target, weight, ignore_index):
-    _, _, losses = _pixel_parts(logits, target, weight, ignore_index)
-    return losses.mean()  # divides by N * H * W, the ignored pixels included
-
-
-def _pixel_mean_over_kept_count(logits, target, weight, ignore_index):
-    kept, _, losses = _pixel_parts(logits, target, weight, ignore_index)
-    return losses.sum() / kept.sum()
-
-
-def _pixel_no_mask(logits, target, weight, ignore_index):
-    safe = target.clamp(0, logits.shape[1] - 1)  # ignored pixels become a real class
-    true_log_prob = F.log_softmax(logits, dim=1).gather(1, safe.unsqueeze(1)).squeeze(1)
-    return -(weight[safe] * true_log_prob).sum() / weight[safe].sum()
-
-
-def _pixel_guarded_mean(logits, target, weight, ignore_index):
-    kept, safe, losses = _pixel_parts(logits, target, weight, ignore_index)
-    return losses.sum() / (weight[safe] * kept).sum().clamp(min=1e-12)
-
-
-def _pixel_never_reads_ignore_index(logits, target, weight, ignore_index):
+def _grad_never_reads_ignore_index(logits, target, weight, ignore_index):
     kept = target >= 0  # right for -100 only
     safe = target.clamp(min=0)
-    true_log_prob = F.log_softmax(logits, dim=1).gather(1, safe.unsqueeze(1)).squeeze(1)
-    return -(weight[safe] * kept * true_log_prob).sum() / (weight[safe] * kept).sum()
+    diff = torch.softmax(logits, dim=1) - F.one_hot(safe, logits.shape[1]).movedim(-1, 1)
+    w = weight[safe] * kept
+    return _grad_guarded(kept, w.unsqueeze(1) * diff, w.sum())
 
 
-def _pixel_log_of_softmax(logits, target, weight, ignore_index):
+def _grad_ignored_not_masked(logits, target, weight, ignore_index):
+    kept, safe, diff = _grad_parts(logits, target, weight, ignore_index)
+    w = weight[safe] * kept
+    return _grad_guarded(kept, weight[safe].unsqueeze(1) * diff, w.sum())  # masked in the divisor only
+
+
+def _grad_divided_by_batch_size(logits, target, weight, ignore_index):
+    kept, safe, diff = _grad_parts(logits, target, weight, ignore_index)
+    return (weight[safe] * kept).unsqueeze(1) * diff / logits.shape[0]  # (N, C) rule: divide by N
+
+
+def _grad_divided_by_kept_count(logits, target, weight, ignore_index):
+    kept, safe, diff = _grad_parts(logits, target, weight, ignore_index)
+    return _grad_guarded(kept, (weight[safe] * kept).unsqueeze(1) * diff, kept.sum())
+
+
+def _grad_without_weights(logits, target, weight, ignore_index):
+    kept, safe, diff = _grad_parts(logits, target, weight, ignore_index)
+    return _grad_guarded(kept, kept.unsqueeze(1) * diff, kept.sum())
+
+
+def _grad_weight_on_one_hot_only(logits, target, weight, ignore_index):
     kept = target != ignore_index
     safe = target.where(kept, 0)
-    true_log_prob = torch.softmax(logits, dim=1).log().gather(1, safe.unsqueeze(1)).squeeze(1)
-    return -(weight[safe] * kept * true_log_prob).sum() / (weight[safe] * kept).sum()
+    w = weight[safe] * kept
+    one_hot = F.one_hot(safe, logits.shape[1]).movedim(-1, 1)
+    return _grad_guarded(kept, kept.unsqueeze(1) * torch.softmax(logits, dim=1) - w.unsqueeze(1) * one_hot, w.sum())
 
 
-def _pixel_without_weights(logits, target, weight, ignore_index):
+def _grad_weight_per_class(logits, target, weight, ignore_index):
+    kept, safe, diff = _grad_parts(logits, target, weight, ignore_index)
+    per_class = weight.reshape(1, -1, 1, 1) * kept.unsqueeze(1)  # weight[c] on the row of class c
+    return _grad_guarded(kept, per_class * diff, (weight[safe] * kept).sum())
+
+
+def _grad_unguarded(logits, target, weight, ignore_index):
+    kept, safe, diff = _grad_parts(logits, target, weight, ignore_index)
+    w = weight[safe] * kept
+    return (w / w.sum()).unsqueeze(1) * diff  # all ignored: 0 / 0 is nan
+
+
+def _grad_exp_by_hand(logits, target, weight, ignore_index):
     kept = target != ignore_index
     safe = target.where(kept, 0)
-    true_log_prob = F.log_softmax(logits, dim=1).gather(1, safe.unsqueeze(1)).squeeze(1)
-    return -(kept * true_log_prob).sum() / kept.sum()
+    e = logits.exp()  # overflows at 200
+    diff = e / e.sum(dim=1, keepdim=True) - F.one_hot(safe, logits.shape[1]).movedim(-1, 1)
+    w = weight[safe] * kept
+    return _grad_guarded(kept, w.unsqueeze(1) * diff, w.sum())
 
 
-def _pixel_nll_loss(logits, target, weight, ignore_index):
-    return F.nll_loss(F.log_softmax(logits, dim=1), target, weight=weight, ignore_index=ignore_index)
+def _grad_by_autograd(logits, target, weight, ignore_index):
+    z = logits.detach().requires_grad_()
+    F.cross_entropy(z, target, weight=weight, ignore_index=ignore_index).backward()
+    return z.grad
+
+
+def _grad_classes_last(logits, target, weight, ignore_index):
+    return _pixel_cross_entropy_grad(logits, target, weight, ignore_index).movedim(1, -1)  # (N, H, W, C)
 
 
 EXERCISES = [
@@ -168,6 +211,7 @@ EXERCISES = [
         reference=_bce_with_logits,
         mistakes=(
             Mistake("sigmoid, then log", _bce_sigmoid_then_log, "F.logsigmoid(z) and"),
+            Mistake("-log(1 + exp(-z)) typed as written", _bce_log1p_exp_as_written, "exp(200) overflows"),
             Mistake("sigmoid, then a log clamped at -100 like BCELoss", _bce_clamped_like_bce_loss, "clamped at -100"),
             Mistake("forgets pos_weight", _bce_without_pos_weight, "leaves out pos_weight"),
             Mistake("pos_weight on both terms", _bce_pos_weight_on_both_terms, "multiplies both terms"),
@@ -186,25 +230,32 @@ EXERCISES = [
         discuss_zh="某个类别在 100 个样本里只有 1 个是正例。你会试多大的 pos_weight？这样做又会牺牲什么？",
     ),
     Exercise(
-        check=check_pixel_cross_entropy,
-        reference=_pixel_cross_entropy,
+        check=check_pixel_cross_entropy_grad,
+        reference=_pixel_cross_entropy_grad,
         mistakes=(
-            Mistake("log_softmax over the last dimension", _pixel_wrong_dim, "over the last dimension"),
-            Mistake("biased mean over ignored pixels", _pixel_mean_over_every_pixel, "the ignored ones included"),
-            Mistake("divides by the kept count, not the weights", _pixel_mean_over_kept_count, "number of kept"),
-            Mistake("no mask: ignored pixels clamped to a class", _pixel_no_mask, "still counts the ignored"),
-            Mistake("guards the all-ignored batch to 0", _pixel_guarded_mean, "belongs in the training loop"),
-            Mistake("never reads ignore_index (target >= 0)", _pixel_never_reads_ignore_index, "never reads"),
-            Mistake("log of softmax", _pixel_log_of_softmax, "not the log of a softmax"),
-            Mistake("leaves out the class weights", _pixel_without_weights, "leaves out the class weights"),
-            Mistake("calls F.nll_loss on log_softmax", _pixel_nll_loss, "or any other loss function"),
+            Mistake("one-hot minus softmax: the sign flipped", _grad_sign_flipped, "the sign is wrong"),
+            Mistake("softmax over the last dimension", _grad_softmax_last_dim, "the softmax over dimension 1"),
+            Mistake("never reads ignore_index (target >= 0)", _grad_never_reads_ignore_index, "never reads"),
+            Mistake("ignored pixels masked in the divisor only", _grad_ignored_not_masked, "ignored pixels"),
+            Mistake("divides by N, as for (N, C) logits", _grad_divided_by_batch_size, "N, the batch size"),
+            Mistake("divides by the kept count, not the weights", _grad_divided_by_kept_count, "number of kept"),
+            Mistake("leaves out the class weights", _grad_without_weights, "leaves out the class weights"),
+            Mistake("weight on the one-hot part only", _grad_weight_on_one_hot_only, "scales the whole loss"),
+            Mistake("weight[c] on class c's row, not weight[target]", _grad_weight_per_class, "scales the whole loss"),
+            Mistake("0 / 0 when every pixel is ignored", _grad_unguarded, "every pixel is ignored"),
+            Mistake("softmax by hand: exp overflows", _grad_exp_by_hand, "exp overflows"),
+            Mistake("asks autograd", _grad_by_autograd, "without autograd"),
+            Mistake("classes moved last", _grad_classes_last, "classes in dimension 1"),
         ),
-        right=(_right_pixel_rows, _right_pixel_nan_guard, _right_pixel_in_float64),
-        why="Each pixel is a sample whose classes sit in dimension 1; the weighted mean divides by the weights of "
-        "the kept pixels, so an all-ignored batch is 0 / 0.",
-        why_zh="每个像素都是一个样本，它的各个类别位于维度 1；加权平均除以保留像素的权重之和，"
-        "所以全部被忽略的批是 0 / 0。",
-        discuss="Why does PyTorch return nan for an all-ignored batch rather than 0, and how would you skip it?",
-        discuss_zh="一个批全部被忽略时，PyTorch 为什么返回 nan 而不是 0？训练时你会怎样跳过这样的批？",
+        right=(_right_grad_rows, _right_grad_float64_clamped, _right_grad_where),
+        why="Each kept pixel is a sample with loss weight[y] * -log p_y; the mean divides by the constant sum of "
+        "the kept weights, and d(-log p_y)/dz = p - one_hot(y), so the gradient is weight[y] * (p - one_hot(y)) "
+        "over that sum, 0 for ignored pixels, and all 0 when nothing is kept.",
+        why_zh="每个保留的像素都是一个样本，损失为 weight[y] * -log p_y；平均值除以保留权重之和，这是常数；"
+        "又因为 d(-log p_y)/dz = p - one_hot(y)，梯度就是 weight[y] * (p - one_hot(y)) 除以这个和；"
+        "被忽略的像素梯度为 0，什么都没保留时梯度全为 0。",
+        discuss="PyTorch's loss is nan for an all-ignored batch, yet its gradient is 0. Which one would you rather "
+        "have in a training loop, and why?",
+        discuss_zh="一个批全部被忽略时，PyTorch 的损失是 nan，梯度却是 0。在训练循环里你更希望得到哪一个？为什么？",
     ),
 ]

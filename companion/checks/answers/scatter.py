@@ -3,64 +3,67 @@
 import torch
 import torch.nn.functional as F
 
-from companion.checks.scatter import check_class_means, check_multi_hot
+from companion.checks.scatter import check_class_means, check_inverse_permutation
 from companion.exercises import Exercise, Mistake
 
 # Exercise 1 ---------------------------------------------------------------------------------------------------------
 
 
-def _multi_hot(labels, num_classes):
-    rows = torch.zeros(len(labels), num_classes, device=labels.device)
-    return rows.scatter_(1, labels, 1.0)
+def _inverse_permutation(perm):
+    positions = torch.arange(perm.shape[1], device=perm.device).expand_as(perm)  # (N,) -> (B, N)
+    return torch.zeros_like(perm).scatter_(1, perm, positions)  # inv[b, perm[b, i]] = i
 
 
-def _right_multi_hot_transposed(labels, num_classes):
-    return torch.zeros(num_classes, len(labels), device=labels.device).scatter_(0, labels.T, 1.0).T
+def _right_inverse_argsort(perm):
+    return perm.argsort(dim=1)  # sorting perm's values 0..N-1 lists where each one sits
 
 
-def _right_multi_hot_amax(labels, num_classes):
-    ones = torch.ones(labels.shape, device=labels.device)
-    return torch.zeros(len(labels), num_classes, device=labels.device).scatter_reduce_(1, labels, ones, "amax")
+def _right_inverse_empty_repeat(perm):
+    batch, n = perm.shape
+    positions = torch.arange(n, device=perm.device).repeat(batch, 1)  # (B, N), a copy in every row
+    return torch.empty_like(perm).scatter_(1, perm, positions)  # a permutation writes every place exactly once
 
 
-def _right_multi_hot_clamped_add(labels, num_classes):
-    counts = labels.new_zeros(len(labels), num_classes).scatter_add_(1, labels, torch.ones_like(labels))
-    return counts.clamp(max=1).float()
+def _right_inverse_one_hot(perm):
+    n = perm.shape[1]
+    return F.one_hot(perm, n).argmax(dim=1)  # (B, N, N): [b, i, perm[b, i]] = 1; the i of each column
 
 
-def _multi_hot_adds_repeats(labels, num_classes):
-    return torch.zeros(len(labels), num_classes).scatter_add_(1, labels, torch.ones(labels.shape))
+def _inverse_is_perm(perm):
+    return perm.clone()
 
 
-def _multi_hot_from_one_hot_sum(labels, num_classes):
-    return F.one_hot(labels, num_classes).sum(dim=1).float()  # (N, K, C) -> (N, C)
+def _inverse_gathers_twice(perm):
+    return perm.gather(1, perm)
 
 
-def _multi_hot_int64(labels, num_classes):
-    return torch.zeros(len(labels), num_classes, dtype=torch.long).scatter_(1, labels, 1)
+def _inverse_as_float(perm):
+    positions = torch.arange(perm.shape[1], dtype=torch.float32).expand_as(perm)
+    return torch.zeros(perm.shape).scatter_(1, perm, positions)
 
 
-def _multi_hot_first_label(labels, num_classes):
-    return torch.zeros(len(labels), num_classes).scatter_(1, labels[:, :1], 1.0)
+def _inverse_float_zeros(perm):
+    positions = torch.arange(perm.shape[1]).expand_as(perm)
+    return torch.zeros(perm.shape).scatter_(1, perm, positions)
 
 
-def _multi_hot_width_from_labels(labels, num_classes):
-    return torch.zeros(len(labels), int(labels.max()) + 1).scatter_(1, labels, 1.0)
+def _inverse_along_dim_0(perm):
+    positions = torch.arange(perm.shape[1]).expand_as(perm)
+    return torch.zeros_like(perm).scatter_(0, perm, positions)
 
 
-def _multi_hot_from_ones(labels, num_classes):
-    return torch.ones(len(labels), num_classes).scatter_(1, labels, 1.0)
+def _inverse_one_row_of_positions(perm):
+    return torch.zeros_like(perm).scatter_(1, perm, torch.arange(perm.shape[1]).unsqueeze(0))
 
 
-def _multi_hot_from_leftovers(labels, num_classes):
-    # what torch.empty may hand back: the memory's old contents (made repeatable here)
-    leftovers = torch.full((len(labels), num_classes), 3.0e7)
-    return leftovers.scatter_(1, labels, 1.0)
+def _inverse_counted_from_1(perm):
+    positions = torch.arange(1, perm.shape[1] + 1).expand_as(perm)
+    return torch.zeros_like(perm).scatter_(1, perm, positions)
 
 
-def _multi_hot_averaged(labels, num_classes):
-    ones = torch.ones(labels.shape)
-    return torch.zeros(len(labels), num_classes).scatter_add_(1, labels, ones) / labels.shape[1]
+def _inverse_in_place(perm):
+    positions = torch.arange(perm.shape[1]).expand_as(perm)
+    return perm.scatter_(1, perm.clone(), positions)
 
 
 # Exercise 2 ---------------------------------------------------------------------------------------------------------
@@ -136,25 +139,27 @@ def _class_means_overwriting(features, labels, num_classes):
 
 EXERCISES = [
     Exercise(
-        check=check_multi_hot,
-        reference=_multi_hot,
+        check=check_inverse_permutation,
+        reference=_inverse_permutation,
         mistakes=(
-            Mistake("scatter_add_ adds a repeated label twice", _multi_hot_adds_repeats, "a row names a class twice"),
-            Mistake("sums one-hot rows", _multi_hot_from_one_hot_sum, "a sum of one-hot rows adds the repeats"),
-            Mistake("returns int64", _multi_hot_int64, "return float32"),
-            Mistake("uses only the first label", _multi_hot_first_label, "only the first label of each row"),
-            Mistake("width from the largest label", _multi_hot_width_from_labels, "even when the last classes"),
-            Mistake("starts from torch.ones", _multi_hot_from_ones, "where no label points"),
-            Mistake("starts from torch.empty's leftovers", _multi_hot_from_leftovers, "torch.empty keeps"),
-            Mistake("averages the labels of a row", _multi_hot_averaged, "scatter_ the value 1.0 along dim=1"),
+            Mistake("returns perm itself", _inverse_is_perm, "gives perm itself"),
+            Mistake("applies perm twice with gather", _inverse_gathers_twice, "applies perm a second time"),
+            Mistake("returns float32 positions", _inverse_as_float, "gather takes only integer indices"),
+            Mistake("float32 zeros, int64 positions", _inverse_float_zeros, "must have one data type"),
+            Mistake("scatters along dim=0", _inverse_along_dim_0, "the dimension to scatter along"),
+            Mistake("one row of positions, not expanded", _inverse_one_row_of_positions, ".expand_as(perm)"),
+            Mistake("positions counted from 1", _inverse_counted_from_1, "run from 0 to"),
+            Mistake("scatters into perm itself", _inverse_in_place, "changed its argument number 1"),
         ),
-        right=(_right_multi_hot_transposed, _right_multi_hot_amax, _right_multi_hot_clamped_add),
-        why="scatter_ writes the same value 1.0 wherever a row's labels point; a repeated label writes it again, "
-        "so which write wins does not matter here.",
-        why_zh="scatter_ 在每一行的标签所指的位置都写入同一个值 1.0；重复的标签只是再写一次，"
-        "所以哪次写入留下来都无所谓。",
-        discuss="Why is scatter_ safe with duplicate indices here, when the lesson warns against it?",
-        discuss_zh="本课提醒过索引重复时不要用 scatter_，为什么在这里用它却没问题？",
+        right=(_right_inverse_argsort, _right_inverse_empty_repeat, _right_inverse_one_hot),
+        why="scatter_ along dim=1 writes src[b, i] to the place index[b, i] names; with perm as the index and the "
+        "positions 0..N-1 as src, each place perm[b, i] receives i, the position gather took it from.",
+        why_zh="沿 dim=1 的 scatter_ 把 src[b, i] 写到 index[b, i] 所指的地方；以 perm 为索引、以位置 0..N-1 为 "
+        "src，每个地方 perm[b, i] 收到的就是 i，也就是 gather 当初从哪里取走了它。",
+        discuss="Why may the result start as torch.empty_like(perm) here, when multi-hot labels must start from "
+        "zeros? And why do a swap and a cycle of three hide the mistake of applying perm twice?",
+        discuss_zh="为什么这里的结果可以从 torch.empty_like(perm) 开始，而构造多热标签时必须从全 0 开始？"
+        "交换和三个位置的轮换为什么会掩盖“把 perm 作用两次”这个错误？",
     ),
     Exercise(
         check=check_class_means,
