@@ -349,7 +349,7 @@ def _folder(workdir: str | Path | None) -> Iterator[Path]:
         with tempfile.TemporaryDirectory(prefix="ddp-") as folder:
             yield Path(folder)
         return
-    folder = Path(workdir)
+    folder = Path(workdir).resolve()  # the ranks run in it: a relative path would point inside itself
     folder.mkdir(parents=True, exist_ok=True)
     for old in [*folder.glob("rank*"), *folder.glob("logs/*/attempt_*/*/error.json")]:
         old.unlink()

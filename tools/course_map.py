@@ -79,6 +79,7 @@ def box_problem(notebook: dict, lesson: dict) -> str | None:
 def write_box(path: Path, lesson: dict) -> None:
     """Put the map's objectives box right after the two title cells (markdown only: outputs stay as they are)."""
     notebook = nbformat.read(path, as_version=4)
+    old = [notebook.cells[i] for i in box_cells(notebook)]
     cells = [c for i, c in enumerate(notebook.cells) if i not in box_cells(notebook)]
     english, chinese = objectives_box(lesson)
     box = [
@@ -88,6 +89,9 @@ def write_box(path: Path, lesson: dict) -> None:
             chinese, metadata={"tags": ["lang-zh", "objectives"], "en_sha": zh_sync.english_hash(english)}
         ),
     ]
+    if len(old) == 2:  # the box is rewritten in place: its cells keep their ids, so a diff shows only the text
+        for new, previous in zip(box, old, strict=True):
+            new.id = previous.id
     notebook.cells = cells[:2] + box + cells[2:]
     nbformat.write(notebook, path)
 

@@ -11,7 +11,8 @@ Cells, wait until every code cell ran, save, and check that
 - Chinese text is drawn with the course's font (a loaded FontFace "Course Sans SC", first in the computed font of
   a Chinese cell, and glyphs that differ from the browser's fallback);
 then Run All a second time in the same kernel and check that no checked output changed (cells tagged
-nbval-ignore-output or nbval-skip aside). Screenshots of each lesson's title and first plot go to
+nbval-ignore-output or nbval-skip aside). After the Lab has shut every kernel down, the kernels' temporary
+folder (TMPDIR) must be empty: no lesson leaves a file behind. Screenshots of each lesson's title and first plot go to
 build/walkthrough/. One lesson is walked again in Notebook 7 (`jupyter notebook`). Every process it started is
 stopped at the end.
 
@@ -91,7 +92,12 @@ class Server:
         for name, value in SETTINGS.items():
             (settings / name).parent.mkdir(parents=True, exist_ok=True)
             (settings / name).write_text(json.dumps(value))
+        # Every kernel of this server writes its temporary files here (TMPDIR), so that stop() can tell whether the
+        # lessons left any behind once their kernels shut down as the Lab shuts them down.
+        self.temporary = state / "tmp"
+        self.temporary.mkdir(parents=True, exist_ok=True)
         env.update(
+            TMPDIR=str(self.temporary),
             JUPYTERLAB_SETTINGS_DIR=str(settings),
             JUPYTERLAB_WORKSPACES_DIR=str(state / "workspaces"),
             JUPYTER_RUNTIME_DIR=str(state / "runtime"),
@@ -167,6 +173,15 @@ class Server:
             process.terminate()
         psutil.wait_procs(leftovers, timeout=10)
         self.log.close()
+
+    def files_left(self) -> list[str]:
+        """What the kernels left in their temporary folder, after stop(). PyTorch's own per-user compile cache
+        (torchinductor_<user>, made empty by `import torch._dynamo`, kept across runs by design) is no lesson's."""
+        return sorted(
+            str(path.relative_to(self.temporary))
+            for path in self.temporary.rglob("*")
+            if not path.relative_to(self.temporary).parts[0].startswith("torchinductor_")
+        )
 
 
 # JavaScript run in the page. Cells are `.jp-Cell` in document order (the Lab's default windowing keeps them all
@@ -457,7 +472,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         servers.append(Server("lab", folder, OUT / "lab.log"))
         walks += walk_side_by_side(servers[-1], folder, lessons, args.timeout, started)
-        servers.pop().stop()
+        lab = servers.pop()
+        lab.stop()
+        left = lab.files_left()
         chosen = [
             p for p in sorted(folder.glob("[0-9][0-9]-*.ipynb")) if args.notebook7 and p.name[:2] == args.notebook7
         ]
@@ -482,8 +499,10 @@ def main(argv: list[str] | None = None) -> int:
         )
         for problem in walk.problems:
             print(f"           {problem}")
+    if left:
+        print(f"The lessons left {len(left)} file(s) in the kernels' temporary folder: {left[:10]}")
     print(f"Walked {len(walks)} lessons in {wall:.0f} s; screenshots in {OUT.relative_to(ROOT)}/")
-    return 1 if failed else 0
+    return 1 if failed or left else 0
 
 
 if __name__ == "__main__":
