@@ -10,7 +10,7 @@ SETTINGS := COURSE_LANG REFRESH WORKSPACE LAB_ARGS PROGRESS_ARGS WALKTHROUGH_ARG
 PASS := $(foreach v,$(SETTINGS),$(if $(filter command line override,$(origin $(v))),'$(v)=$(subst ','\'',$($(v)))'))
 
 TARGETS := help venv wheels lab notebook lab-teacher progress test test-integration rerun test-gpu execute lint walkthrough handout \
-	bench matrix determinism soak mutants browser clean
+	bench matrix determinism soak mutants hub hub-stop class-progress test-hub browser clean
 .PHONY: $(TARGETS)
 
 $(TARGETS):

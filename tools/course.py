@@ -125,6 +125,10 @@ For authors
   matrix       the whole suite with the newest torch allowed, in .venv-matrix
   determinism  nbval with 1 and 2 threads, and with the plain (unvectorised) CPU kernels
   soak         20 DDP launches in a row
+  hub          a class on this machine: JupyterHub, a private workspace per student (class/README.md)
+  hub-stop     stop the class's hub
+  class-progress  every student's exercises, judged as that student: HTML and CSV in class/data/
+  test-hub     the hub end to end with three throw-away system users (root and Node.js; 1-2 minutes)
   mutants      every small rewrite of each exercise answer: does its self-check reject it? (under 95%: fails)
   browser      install Chromium and poppler for the handout where possible (apt-get as root)
   clean        remove .venv/, .venv-matrix/, build/, handout/
@@ -384,7 +388,7 @@ class Course:
         return self.venv() + [self.run(*nbconvert, *notebooks), Step([self.python, "tools/tidy_errors.py", *notebooks])]
 
     def target_lint(self) -> list[Step]:
-        paths = ["companion", "tests", "tools", "notebooks", "conftest.py"]
+        paths = ["companion", "tests", "tools", "notebooks", "class", "conftest.py"]
         return self.venv() + [
             Step([self.python, "-m", "ruff", "check", *paths]),
             Step([self.python, "-m", "ruff", "format", "--check", *paths]),
@@ -415,6 +419,21 @@ class Course:
     def target_mutants(self) -> list[Step]:
         """Every mutant of every checker (--full, which exits 1 under 95% rejected); MUTANTS_ARGS adds options."""
         return self.venv() + [self.run("tools/mutants.py", "--full", *self.split("MUTANTS_ARGS"))]
+
+    def target_hub(self) -> list[Step]:
+        """A class on this machine: JupyterHub serving each student a private workspace (class/README.md)."""
+        return self.venv() + [self.run("class/hub.py", "start")]
+
+    def target_hub_stop(self) -> list[Step]:
+        return self.venv() + [self.run("class/hub.py", "stop")]
+
+    def target_class_progress(self) -> list[Step]:
+        """Every student's exercises judged as that student, with time and memory limits: HTML and CSV."""
+        return self.venv() + [self.run("class/hub.py", "progress", *self.split("PROGRESS_ARGS"))]
+
+    def target_test_hub(self) -> list[Step]:
+        """The hub end to end with three throw-away system users (root and Node.js needed; 1-2 minutes)."""
+        return self.venv() + [self.run("-m", "pytest", "-m", "hub", "tests/test_hub.py")]
 
     def target_browser(self) -> list[Step]:
         return [Step(action=browser, describe="Chromium and poppler-utils for the handout, installed where we can")]
@@ -479,6 +498,10 @@ TARGETS = (
     "determinism",
     "soak",
     "mutants",
+    "hub",
+    "hub-stop",
+    "class-progress",
+    "test-hub",
     "browser",
     "clean",
 )
