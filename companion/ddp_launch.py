@@ -251,11 +251,14 @@ def free_port() -> int:
 
 
 def worker_environment(device: str | None = None, log_dir: str | Path | None = None) -> dict[str, str]:
-    """This process's environment, plus: companion importable, one thread per rank, COURSE_DEVICE if given, and
-    torchrun's log folder (PET_LOG_DIR, the same as --log-dir), where it keeps each failed rank's error.json."""
+    """This process's environment, plus: companion importable, one thread per rank, COURSE_DEVICE if given,
+    torchrun's log folder (PET_LOG_DIR, the same as --log-dir), where it keeps each failed rank's error.json, and on
+    Windows USE_LIBUV=0, without which torchrun stops at its first step there."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(PACKAGE_ROOT), env.get("PYTHONPATH")) if p)
     env.setdefault("OMP_NUM_THREADS", "1")  # torchrun would set it too, with a banner on stderr
+    if sys.platform == "win32":  # Windows builds lack libuv, which torchrun's store asks for (pytorch/pytorch#148283)
+        env.setdefault("USE_LIBUV", "0")
     if device is not None:
         if not isinstance(device, str):
             raise TypeError(f"device must be a name such as 'cpu' or 'cuda', not {type(device).__name__}")

@@ -367,6 +367,15 @@ def test_free_port_can_be_bound():
         probe.bind(("127.0.0.1", port))
 
 
+def test_on_windows_the_ranks_get_use_libuv_0_unless_the_learner_set_it(monkeypatch):
+    monkeypatch.delenv("USE_LIBUV", raising=False)
+    assert "USE_LIBUV" not in worker_environment()  # Linux and macOS: torchrun's default, libuv
+    monkeypatch.setattr(sys, "platform", "win32")
+    assert worker_environment()["USE_LIBUV"] == "0"
+    monkeypatch.setenv("USE_LIBUV", "1")
+    assert worker_environment()["USE_LIBUV"] == "1"
+
+
 def test_worker_environment_makes_companion_importable_and_pins_the_device(tmp_path):
     env = worker_environment("cpu", tmp_path)
     assert env["COURSE_DEVICE"] == "cpu" and env["PET_LOG_DIR"] == str(tmp_path)
