@@ -11,6 +11,7 @@ from lesson_copies import (
     GENERIC_EXERCISE,
     UNSOLVED_CHECK_TAG,
     answer_lines,
+    display_width,
     exercises,
     is_solution,
     learner_copy,
@@ -55,6 +56,29 @@ def test_stub_keeps_signatures_imports_and_says_what_to_write():
     assert "math.pi" not in stub and "answer = ...  # " + ANSWER_MARK in stub
     compile(stub, "stub", "exec")
     assert GENERIC_EXERCISE["zh"] in stub_source("x = 1\n")
+
+
+def test_stub_text_wraps_at_88_columns_between_words_and_chinese_characters():
+    english = "Write `f(x)`: " + "a long instruction that goes on " * 6 + "and ends."
+    chinese = "编写 `f(x)`：" + "一段很长的说明，" * 12 + "到此为止。"
+    stub = stub_source("def f(x):\n    return x\n", {"en": english, "zh": chinese})
+    comments = [line for line in stub.splitlines() if line.startswith("#")]
+    assert len(comments) > 4 and all(display_width(line) <= 88 for line in comments)
+    assert " ".join(line.removeprefix("#").strip() for line in comments[:2]).startswith(
+        "Exercise: Write `f(x)`: a long"
+    )
+    assert "".join(line.removeprefix("#").strip() for line in comments if CJK.search(line)).endswith("到此为止。")
+
+
+@pytest.mark.parametrize("path", LESSONS, ids=lambda p: p.stem)
+def test_every_stub_fits_88_columns_and_speaks_the_copys_language(path):
+    notebook = nbformat.read(path, as_version=4)
+    for language in ("en", "zh", "both"):
+        stubs = [c.source for c in learner_copy(notebook, language).cells if ANSWER_MARK in c.source]
+        assert stubs, "every lesson has an exercise"
+        for stub in stubs:
+            assert all(display_width(line) <= 90 for line in stub.splitlines()), stub  # 88, or a closing "，" over
+            assert ("# Exercise: " in stub) == (language != "zh") and ("# 练习：" in stub) == (language != "en")
 
 
 def test_learner_copy_stubs_answers_clears_spoilers_and_lets_run_all_go_on():

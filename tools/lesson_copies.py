@@ -7,6 +7,7 @@ Shared by the learner's workspace (tools/workspace.py) and the handouts. Every f
 import ast
 import copy
 import re
+import unicodedata
 
 import nbformat
 
@@ -40,22 +41,56 @@ def exercise_text(cell: dict) -> dict[str, str]:
     return {language: (given.get(language) or GENERIC_EXERCISE[language]).strip() for language in ("en", "zh")}
 
 
+STUB_WIDTH = 88  # code cells do not wrap: a longer comment line runs off the screen
+# A word, a `code span` with what sticks to it, a run of spaces, or one other character (a Chinese one).
+WRAP_TOKEN = re.compile(r"`[^`]*`[^\s\u3000-\u9fff\uff00-\uffef]*|[^\s\u3000-\u9fff\uff00-\uffef`]+|\s+|.")
+CJK_PUNCTUATION = re.compile(r"[\u3000-\u303f\uff00-\uffef]")
+
+
+def display_width(text: str) -> int:
+    """Columns `text` takes in a monospaced editor: a Chinese character or full-width sign takes two."""
+    return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
+
+
+def wrap(text: str, first: str, then: str, width: int = STUB_WIDTH) -> list[str]:
+    """`text` as lines of at most `width` columns, the first after `first`, the rest after `then`: broken at
+    spaces or between Chinese characters, never inside a word or a code span, and never before a full-width
+    punctuation mark (which may then overhang by its two columns)."""
+    lines, line, space = [], first, ""
+    for token in WRAP_TOKEN.findall(text):
+        if token.isspace():
+            space = " "
+            continue
+        fits = display_width(line + space + token) <= width or line in (first, then)
+        if fits or CJK_PUNCTUATION.fullmatch(token):
+            line += (space if line not in (first, then) else "") + token
+        else:
+            lines.append(line.rstrip())
+            line = then + token
+        space = ""
+    return lines + [line.rstrip()]
+
+
 def comment_block(label: str, text: str) -> list[str]:
-    """`text` as Python comment lines, the first starting with `label`."""
-    lines = text.splitlines() or [""]
-    return [f"# {label}{lines[0]}"] + [f"#   {line}".rstrip() for line in lines[1:]]
+    """`text` as Python comment lines of at most STUB_WIDTH columns, the first starting with `label`."""
+    paragraphs = text.splitlines() or [""]
+    lines = wrap(paragraphs[0], f"# {label}", "#   ")
+    for paragraph in paragraphs[1:]:
+        lines += wrap(paragraph, "#   ", "#   ")
+    return lines
 
 
-def stub_source(source: str, exercise: dict[str, str] | None = None) -> str:
-    """An answer cell's stub: what to write in both languages, then the same imports, function signatures and
-    names as the answer, with no bodies (the self-check below calls them by name)."""
+def stub_source(source: str, exercise: dict[str, str] | None = None, language: str = "both") -> str:
+    """An answer cell's stub: what to write (in the copy's language, or both), then the same imports, function
+    signatures and names as the answer, with no bodies (the self-check below calls them by name)."""
     exercise = exercise or dict(GENERIC_EXERCISE)
     try:
         tree = ast.parse(source)
     except SyntaxError as error:
         raise ValueError(f"a solution cell must be valid Python; fix line {error.lineno} first") from error
     lines = source.splitlines()
-    stub = comment_block("Exercise: ", exercise["en"]) + comment_block("练习：", exercise["zh"])
+    stub = comment_block("Exercise: ", exercise["en"]) if language != "zh" else []
+    stub += comment_block("练习：", exercise["zh"]) if language != "en" else []
     for node in tree.body:
         if isinstance(node, ast.Import | ast.ImportFrom):
             stub += ["", *lines[node.lineno - 1 : node.end_lineno]]
@@ -125,9 +160,9 @@ def answer_lines(source: str) -> list[str]:
     return [line for line in found if line.strip()]
 
 
-def stub_cell(cell: dict) -> None:
+def stub_cell(cell: dict, language: str = "both") -> None:
     """Replace a solution cell's answer by its stub, in place, and clear its outputs."""
-    cell["source"] = stub_source(cell_source(cell), exercise_text(cell))
+    cell["source"] = stub_source(cell_source(cell), exercise_text(cell), language)
     cell["outputs"], cell["execution_count"] = [], None
 
 
@@ -163,14 +198,15 @@ def stub_solutions(notebook: nbformat.NotebookNode) -> nbformat.NotebookNode:
     """A copy with every solution replaced by its stub, and the outputs of the answer and its self-check cleared
     (the self-check's "✓ Correct" line would give the answer away)."""
     result = copy.deepcopy(notebook)
+    language = result.metadata.get("course_language", "both")
     for solution, check in exercises(result):
-        stub_cell(result.cells[solution])
+        stub_cell(result.cells[solution], language)
         checker = result.cells[check]
         checker.outputs, checker.execution_count = [], None
         checker.metadata["tags"] = sorted({*tags(checker), UNSOLVED_CHECK_TAG})
     for index, cell in enumerate(result.cells):  # a solution cell with no self-check after it
         if is_solution(cell) and ANSWER_MARK not in cell_source(cell):
-            stub_cell(result.cells[index])
+            stub_cell(result.cells[index], language)
     return result
 
 
