@@ -454,7 +454,7 @@ def plot_resume(
     fig.legend(loc="outside lower center", ncols=3)  # below both panels: every corner of them holds a curve
     right.set_yscale("symlog", linthresh=0.01)  # linear near 0, where the exact run stays; logarithmic above
     right.set_ylim(bottom=0)  # distances are never negative
-    right.set_ylabel("distance from unbroken / 与不中断之距")
+    right.set_ylabel("distance from unbroken / 与不中断训练的距离")
     return fig
 
 

@@ -8,7 +8,6 @@ class defined in a notebook cannot be found there.
 
 import numpy as np
 import torch
-from sklearn.datasets import load_digits
 from torch.utils.data import Dataset, TensorDataset, get_worker_info
 
 
@@ -23,6 +22,14 @@ def digits_datasets(test_fraction: float = 0.25, seed: int = 0) -> tuple[TensorD
     n_test = round(len(labels) * test_fraction)
     test, train = order[:n_test], order[n_test:]
     return TensorDataset(images[train], labels[train]), TensorDataset(images[test], labels[test])
+
+
+def load_digits():
+    """scikit-learn's `load_digits()`, importing scikit-learn only when called: it takes over a second to import,
+    and a DataLoader worker that imports this module for NoisyIndices never needs it."""
+    from sklearn.datasets import load_digits as sklearn_load_digits
+
+    return sklearn_load_digits()
 
 
 class NoisyIndices(Dataset):

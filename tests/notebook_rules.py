@@ -6,6 +6,7 @@ lesson, and tests/test_notebook_rules.py breaks a good notebook once per rule to
 
 import json
 import re
+from itertools import pairwise
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -300,29 +301,49 @@ def rule_no_chinese_italics(nb: dict) -> list[str]:
     ]
 
 
-LINE_BREAK_AFTER_CHINESE = re.compile(r"[\u3000-\u303f\u3400-\u9fff\uf900-\ufaff\uff00-\uffef]\n(?![-*+>#|\d\s])")
+# Chinese characters and full-width punctuation (including “”‘’, …… and ——), which a space beside shows as a gap.
+WIDE = re.compile(r"[\u00b7\u2014\u2018-\u201f\u2026\u3000-\u303f\u3400-\u9fff\uf900-\ufaff\uff00-\uffef]")
+# A line that starts a block (list item, quote, heading, table row, HTML, fence, maths, setext underline): the line
+# break before it ends the paragraph instead of joining two lines of it.
+BLOCK_START = re.compile(r"\s*(?:[-*+]\s|\d+[.)]\s|>|#|\||<|```|~~~|\$\$|[-=]+\s*$)")
+
+
+def soft_breaks(text: str) -> list[str]:
+    """Line breaks inside a paragraph with a Chinese character or full-width punctuation on either side (emphasis
+    marks set aside: `**缓冲区**` then `（`), each shown as 'end of line⏎start of next line'. Markdown renders such
+    a break as a space: a gap between Chinese characters, or beside full-width punctuation, which carries its own."""
+    text = re.sub(r"^[ \t]*(```|~~~).*?^[ \t]*\1[^\n]*$|\$\$.*?\$\$", "\n\n", text, flags=re.S | re.M)
+    lines = text.split("\n")
+    found = []
+    for before, after in pairwise(lines):
+        if not before.strip() or not after.strip() or BLOCK_START.match(after):
+            continue
+        if before.lstrip().startswith(("#", "|", "<")) or before.endswith(("  ", "\\")):
+            continue  # a heading, a table row or HTML ends at its line; two spaces or a backslash: a hard break
+        tail, head = before.rstrip().rstrip("*_")[-1:], after.lstrip().lstrip("*_")[:1]
+        if WIDE.match(tail) or WIDE.match(head):
+            found.append(f"{before.rstrip()[-12:]}⏎{after.lstrip()[:12]}")
+    return found
 
 
 def rule_chinese_paragraphs_on_one_line(nb: dict) -> list[str]:
     """JupyterLab (and the handout's HTML) shows a line break inside a paragraph as a space, which between two
-    Chinese characters is a visible gap; Chinese paragraphs are therefore one source line each."""
-    problems = []
-    for i, c in enumerate(nb["cells"]):
-        if "lang-zh" in tags(c):
-            found = LINE_BREAK_AFTER_CHINESE.search(re.sub(r"```.*?```", " ", source(c), flags=re.S))
-            if found:
-                problems.append(
-                    f"cell {i}: line break after {found.group(0)[0]!r}: keep a Chinese paragraph on one line"
-                )
-    return problems
+    Chinese characters, or next to full-width punctuation, is a visible gap; Chinese paragraphs are therefore one
+    source line each."""
+    return [
+        f"cell {i}: line break inside a paragraph at {shown!r}: keep a Chinese paragraph on one line"
+        for i, c in enumerate(nb["cells"])
+        if "lang-zh" in tags(c)
+        for shown in soft_breaks(source(c))
+    ]
 
 
 SPACE_AFTER_CHINESE_PUNCTUATION = re.compile(r"[，。；：！？、]\**[ \t]+(?=[^\s|])")
 
 
 def rule_no_space_after_chinese_punctuation(nb: dict) -> list[str]:
-    """Chinese punctuation is full width: a space after it shows as a gap (write "**陷阱**。正文", whose bold
-    closes by CommonMark's rules, not "**陷阱。** 正文")."""
+    """Chinese punctuation is full width: a space after it shows as a gap (write "**陷阱**：正文", whose bold
+    closes by CommonMark's rules, not "**陷阱：** 正文")."""
     problems = []
     for i, c in enumerate(nb["cells"]):
         if "lang-zh" in tags(c):
@@ -381,6 +402,34 @@ def rule_errata_proven(nb: dict) -> list[str]:
     return problems
 
 
+# A note's title in Chinese prose, case and spaces as the lessons vary them ("Pytorch 基础_1").
+NOTE_TITLE = re.compile(
+    "|".join(
+        r"\s*".join(map(re.escape, re.findall(r"[A-Za-z0-9_]+|[^\sA-Za-z0-9_]+", title)))
+        for title in NOTE_NAMES.values()
+    ),
+    re.I,
+)
+
+
+def rule_note_titles_in_book_brackets(nb: dict) -> list[str]:
+    """Chinese prose names a study note by its title in book-title marks, 《Pytorch Note》, the way Chinese writing
+    names a book or an article; never in quotation marks 「」 or “” (which quote words), nor bare."""
+    problems = []
+    for i, cell in enumerate(nb["cells"]):
+        texts = [prose(source(cell))] if "lang-zh" in tags(cell) else []
+        if "solution" in tags(cell):  # the exercise's Chinese prompt, which the learner's stub shows
+            texts.append(prose(cell.get("metadata", {}).get("exercise", {}).get("zh", "")))
+        for text in texts:
+            for found in NOTE_TITLE.finditer(text):
+                before, after = text[found.start() - 1 : found.start()], text[found.end() : found.end() + 1]
+                if (before, after) != ("《", "》"):
+                    problems.append(
+                        f"cell {i}: the note's title {before + found.group(0) + after!r}: write 《{found.group(0)}》"
+                    )
+    return problems
+
+
 def load_glossary(path: Path = GLOSSARY) -> dict[str, str]:
     """English term -> Chinese term, from the glossary's markdown table."""
     terms, in_table = {}, False
@@ -420,7 +469,8 @@ def rule_glossary_terms(nb: dict, glossary: dict[str, str] | None = None) -> lis
     for english, chinese in markdown_pairs(nb):
         en_text, zh_text = prose(source(english)).lower(), prose(source(chinese))
         for en_term, zh_term in glossary.items():
-            if re.search(rf"\b{re.escape(en_term.lower())}", en_text) and zh_term not in zh_text:
+            # an identifier written without backticks (track_running_stats in an objective) is code, not the term
+            if re.search(rf"\b{re.escape(en_term.lower())}(?!_)", en_text) and zh_term not in zh_text:
                 first = source(english).split("\n", 1)[0][:50]
                 problems.append(f"'{first}': English says {en_term!r}, Chinese twin lacks the glossary term {zh_term}")
     return problems
@@ -499,6 +549,7 @@ RULES = [
     rule_documented_outputs,
     rule_exercises_self_checked,
     rule_errata_proven,
+    rule_note_titles_in_book_brackets,
     rule_glossary_terms,
     rule_glossary_variants,
     rule_short_errors,

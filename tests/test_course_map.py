@@ -55,3 +55,11 @@ def test_the_order_check_fails_when_a_prerequisite_comes_later():
 def test_the_readme_shows_the_map():
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     assert course_map.readme_map(LESSONS) in readme, "run `python tools/course_map.py --write`"
+
+
+def test_the_readme_map_gives_each_lessons_objectives_in_both_languages():
+    table = course_map.readme_map(LESSONS)
+    for lesson in LESSONS:
+        row = next(line for line in table.splitlines() if line.startswith(f"| {lesson['number']} |"))
+        assert all(goal in row for goal in lesson["objectives"] + lesson["objectives_zh"]), lesson["number"]
+        assert row.index(lesson["objectives"][-1]) < row.index(lesson["objectives_zh"][0]), "English, then Chinese"

@@ -2,6 +2,7 @@
 
 import copy
 import json
+import subprocess
 
 import pytest
 
@@ -161,6 +162,53 @@ def chinese_line_break(nb):
     nb["cells"][3]["source"] += "\n\n这一段在句子中间\n换了行。"
 
 
+def chinese_line_break_before_punctuation(nb):
+    """The break sits between a code span and a full-width bracket, the commonest gap the lessons had."""
+    nb["cells"][3]["source"] += "\n\n调用 `scatter_(dim, index, src)`\n（见上文）会原地写入。"
+
+
+def chinese_line_break_before_bold(nb):
+    nb["cells"][3]["source"] += "\n\n第一句在这里结束。\n**第二句**从新的一行开始。"
+
+
+def chinese_line_break_before_number(nb):
+    """A line that starts with a digit continues the paragraph unless it is an ordered list item ("1. ")."""
+    nb["cells"][3]["source"] += "\n\n先列出节点个数、\n0 号节点的地址和端口。"
+
+
+def chinese_line_break_after_bold(nb):
+    nb["cells"][3]["source"] += "\n\n它也包含所有**缓冲区**\n（不参与训练的状态）。"
+
+
+def chinese_line_break_after_quote(nb):
+    nb["cells"][3]["source"] += "\n\n文档说“不建议使用”。\n全局默认值一改就会出问题。"
+
+
+def chinese_line_break_after_ellipsis(nb):
+    nb["cells"][3]["source"] += "\n\n权重依次是 1、1/2、1/3……\n所以结果是简单平均。"
+
+
+def chinese_line_break_in_list_item(nb):
+    nb["cells"][3]["source"] += "\n\n- 列表项里的一句话，\n  在中间换了行。"
+
+
+def note_title_in_corner_brackets(nb):
+    cell = first(nb, lambda c: "lang-zh" in rules.tags(c) and "《pytorch 函数理解》" in rules.source(c))
+    cell["source"] = rules.source(cell).replace("《pytorch 函数理解》", "「pytorch 函数理解」", 1)
+
+
+def note_title_in_quotation_marks(nb):
+    nb["cells"][3]["source"] += "\n\n“Pytorch Note”里的循环直接遍历数据加载器。"
+
+
+def note_title_bare(nb):
+    nb["cells"][3]["source"] += "\n\n笔记 PyTorch 基础_1 里写了这一行。"
+
+
+def note_title_in_exercise_prompt(nb):
+    first(nb, lambda c: "solution" in rules.tags(c))["metadata"]["exercise"]["zh"] += "（见「Pytorch Note」）"
+
+
 def glossary_variant(nb):
     nb["cells"][3]["source"] += "\n\n前向计算很快。"
 
@@ -271,6 +319,17 @@ BREAKS = [
     (rules.rule_no_chinese_italics, italic_chinese),
     (rules.rule_no_space_after_chinese_punctuation, space_after_chinese_punctuation),
     (rules.rule_chinese_paragraphs_on_one_line, chinese_line_break),
+    (rules.rule_chinese_paragraphs_on_one_line, chinese_line_break_before_punctuation),
+    (rules.rule_chinese_paragraphs_on_one_line, chinese_line_break_before_bold),
+    (rules.rule_chinese_paragraphs_on_one_line, chinese_line_break_before_number),
+    (rules.rule_chinese_paragraphs_on_one_line, chinese_line_break_after_bold),
+    (rules.rule_chinese_paragraphs_on_one_line, chinese_line_break_after_quote),
+    (rules.rule_chinese_paragraphs_on_one_line, chinese_line_break_after_ellipsis),
+    (rules.rule_chinese_paragraphs_on_one_line, chinese_line_break_in_list_item),
+    (rules.rule_note_titles_in_book_brackets, note_title_in_corner_brackets),
+    (rules.rule_note_titles_in_book_brackets, note_title_in_quotation_marks),
+    (rules.rule_note_titles_in_book_brackets, note_title_bare),
+    (rules.rule_note_titles_in_book_brackets, note_title_in_exercise_prompt),
     (rules.rule_errata_proven, errata_without_note),
     (rules.rule_references_resolve, lesson_named_without_link),
     (rules.rule_references_resolve, link_to_missing_lesson),
@@ -326,3 +385,102 @@ def test_a_link_to_a_heading_of_the_cells_language_resolves():
         "\n\nSee [lesson 09](09-adam.ipynb#Frozen-parameters-and-the-optimizer)."
     )
     assert rules.rule_references_resolve(nb) == []
+
+
+# Issue 24: Chinese cells (JSON indices at commit a7aa3e3) whose soft line breaks showed as gaps, each beside
+# full-width punctuation, and which the rule, as it then was, let through.
+OLD_COMMIT = "a7aa3e3"
+OLD_SOFT_BREAKS = {
+    "02": [81],
+    "05": [6],
+    "06": [9, 32],
+    "07": [1],
+    "08": [6, 74],
+    "10": [11, 26],
+    "11": [70, 98],
+    "12": [64],
+}
+
+
+def git(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["git", "-C", str(rules.ROOT), *args], capture_output=True, text=True, encoding="utf-8")
+
+
+@pytest.mark.parametrize("lesson", OLD_SOFT_BREAKS)
+def test_the_paragraph_rule_catches_each_gap_issue_24_listed(lesson):
+    listing = git("ls-tree", "--name-only", OLD_COMMIT, "notebooks/")
+    if listing.returncode != 0:
+        pytest.skip(f"commit {OLD_COMMIT} is not in this clone (an archive or a shallow clone)")
+    path = next(name for name in listing.stdout.split() if name.startswith(f"notebooks/{lesson}-"))
+    old = json.loads(git("show", f"{OLD_COMMIT}:{path}").stdout)
+    flagged = {int(p.split(":")[0].removeprefix("cell ")) for p in rules.rule_chinese_paragraphs_on_one_line(old)}
+    for index in OLD_SOFT_BREAKS[lesson]:
+        assert "lang-zh" in rules.tags(old["cells"][index])
+        assert index in flagged, f"{path} cell {index}: {rules.source(old['cells'][index])[:200]!r}"
+
+
+CORRECT_CHINESE = """## 一节：标题后面直接是正文
+正文是一整行，里面有 `code`、**加粗**、[第 05 课](05-conv2d.ipynb) 和 1、1/2、1/3……都没有换行。
+
+- 列表的第一项；
+- 第二项，下面跟着一个子列表：
+  - 子项一
+  - 子项二
+1. 有序列表
+2. 第二步
+
+> 引文是一行。
+
+| 参数 | 含义 |
+| --- | --- |
+| `stride` | 步幅 |
+
+```python
+x = 1  # 代码块里的
+# 换行不算
+```
+
+$$
+y = x^2
+$$
+
+硬换行（行尾两个空格）可以换行，\x20\x20
+也可以用反斜杠，\\
+像这样。
+
+An English sentence inside a Chinese cell may wrap between
+two English words: that space is a real space.
+<details>
+<summary>点开</summary>
+
+折叠的内容。
+</details>"""
+
+
+def test_a_correct_chinese_cell_passes_the_paragraph_rule():
+    assert rules.soft_breaks(CORRECT_CHINESE) == []
+    nb = copy.deepcopy(GOOD)
+    nb["cells"][3]["source"] += "\n\n" + CORRECT_CHINESE
+    assert rules.rule_chinese_paragraphs_on_one_line(nb) == []
+
+
+def test_the_glossary_keeps_each_chinese_paragraph_on_one_line():
+    assert rules.soft_breaks(rules.GLOSSARY.read_text(encoding="utf-8")) == []
+
+
+def test_the_note_titles_are_the_titles_of_the_notes():
+    """Each title the rules know opens one of the notes (seeds/NNN_*.txt: the title is among the first lines)."""
+    seeds = sorted((rules.ROOT.parent / "shared" / "seeds").glob("*.txt"))
+    if not seeds:
+        pytest.skip("the study notes (../shared/seeds) are not next to this clone")
+    openings = [
+        [line.strip() for line in path.read_text(encoding="utf-8").splitlines() if line.strip()][:3] for path in seeds
+    ]
+    for title in rules.NOTE_NAMES.values():
+        assert any(title in opening for opening in openings), title
+
+
+def test_the_title_rule_accepts_book_title_marks_and_code():
+    nb = copy.deepcopy(GOOD)
+    nb["cells"][3]["source"] += "\n\n《Pytorch Note》和《Pytorch基础_1》都这样写；文件名 `Pytorch Note.md` 是代码。"
+    assert rules.rule_note_titles_in_book_brackets(nb) == []

@@ -134,14 +134,15 @@ def order_problems(lessons: list[dict], notebooks: dict[str, dict]) -> list[str]
 
 
 def readme_map(lessons: list[dict]) -> str:
-    """The README's course map: a table and a dependency graph (mermaid)."""
+    """The README's course map: a table (each title and the objectives in English, then after a `<br>` in Chinese,
+    in the same cell) and a dependency graph (mermaid)."""
     rows = [
         "| # | Lesson / 课程 | You will / 你将学会 | Before it / 先修 | Minutes / 分钟 |",
         "| --- | --- | --- | --- | --- |",
     ]
     for lesson in lessons:
         link = f"[{lesson['title']}](notebooks/{lesson['file']})<br>{lesson['title_zh']}"
-        goals = "; ".join(lesson["objectives"])
+        goals = "; ".join(lesson["objectives"]) + "<br>" + "；".join(lesson["objectives_zh"])
         rows.append(
             f"| {lesson['number']} | {link} | {goals} | {', '.join(lesson['requires']) or '—'} | {lesson['minutes']} |"
         )

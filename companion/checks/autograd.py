@@ -223,7 +223,7 @@ def check_accumulated_gradient(accumulate: Callable[[torch.Tensor, list, list], 
     passed(
         "3 micro-batches add up to the full batch's gradient (autograd and 2/N xᵀ(xw - t) by hand), stale "
         "gradient cleared",
-        "3 个小批量累加起来等于整批的梯度（自动求导与手算的 2/N xᵀ(xw - t) 一致），旧梯度已清零。",
+        "3 个微批量累加起来等于整批的梯度（自动求导与手算的 2/N xᵀ(xw - t) 一致），旧梯度已清零。",
     )
 
 
@@ -246,19 +246,19 @@ def _check_one_case(accumulate: Callable, seed: int, dtype: torch.dtype, stale: 
         and w.requires_grad,
         "Your function changed w or a micro-batch in place: only w.grad may change; the training step that "
         "updates w comes after it.",
-        "你的函数原地改动了 w 或某个小批量：只有 w.grad 可以变；更新 w 是之后训练步骤的事。",
+        "你的函数原地改动了 w 或某个微批量：只有 w.grad 可以变；更新 w 是之后训练步骤的事。",
     )
     require(
         isinstance(result, torch.Tensor) and result.shape == w.shape,
         f"Return w.grad after the last micro-batch: a tensor of shape ({FEATURES},).",
-        f"最后一个小批量处理完之后，返回 w.grad：一个形状为 ({FEATURES},) 的张量。",
+        f"最后一个微批量处理完之后，返回 w.grad：一个形状为 ({FEATURES},) 的张量。",
     )
     require(
         len(passes) == MICRO_BATCHES,
         f"backward() reached w {len(passes)} time(s); call it once per micro-batch ({MICRO_BATCHES} times), as "
         "if each micro-batch only fitted in memory on its own, and let .grad add the gradients up.",
-        f"backward() 传到 w 的次数是 {len(passes)}；请每个小批量调用一次（共 {MICRO_BATCHES} 次），"
-        "就当每次内存里只放得下一个小批量，让 .grad 把梯度加起来。",
+        f"backward() 传到 w 的次数是 {len(passes)}；请每个微批量调用一次（共 {MICRO_BATCHES} 次），"
+        "就当每次内存里只放得下一个微批量，让 .grad 把梯度加起来。",
     )
     require(
         result.dtype == w.dtype and result.device == w.device,
@@ -274,22 +274,22 @@ def _check_one_case(accumulate: Callable, seed: int, dtype: torch.dtype, stale: 
         not (_close(result, truth + stale) or _close(result, truth + stale / MICRO_BATCHES)),
         f"w.grad still held the previous step's gradient ({stale:g} in every entry): clear it once before the "
         "first micro-batch, with w.grad = None or w.grad.zero_().",
-        f"w.grad 里还留着上一步的梯度（每一项都是 {stale:g}）：在处理第一个小批量之前清零一次，"
+        f"w.grad 里还留着上一步的梯度（每一项都是 {stale:g}）：在处理第一个微批量之前清零一次，"
         "用 w.grad = None 或 w.grad.zero_()。",
     )
     require(
         not any(_close(result, shares[-1] * k) for k in (1, MICRO_BATCHES)),
         "Only the last micro-batch counted: you cleared w.grad inside the loop. Clear it once, before the loop, "
         "and let backward() add up the micro-batches.",
-        "只有最后一个小批量起了作用：你在循环里清零了 w.grad。只在循环开始前清零一次，"
-        "让 backward() 把各个小批量的梯度加起来。",
+        "只有最后一个微批量起了作用：你在循环里清零了 w.grad。只在循环开始前清零一次，"
+        "让 backward() 把各个微批量的梯度加起来。",
     )
     require(
         not _close(result, truth * MICRO_BATCHES),
         f"{MICRO_BATCHES} times too large: each micro-batch's mean is over 2 samples, the full batch's over 6. "
         f"Divide each micro-batch's loss by the number of micro-batches ({MICRO_BATCHES}).",
-        f"结果大了 {MICRO_BATCHES} 倍：每个小批量的均值只对 2 个样本求平均，而整批是对 6 个样本。"
-        f"请把每个小批量的损失除以小批量的个数（{MICRO_BATCHES}）。",
+        f"结果大了 {MICRO_BATCHES} 倍：每个微批量的均值只对 2 个样本求平均，而整批是对 6 个样本。"
+        f"请把每个微批量的损失除以微批量的个数（{MICRO_BATCHES}）。",
     )
     require(
         not _close(result, truth * SAMPLES),
@@ -300,8 +300,8 @@ def _check_one_case(accumulate: Callable, seed: int, dtype: torch.dtype, stale: 
         _close(result, truth),
         f"Expected {_show(truth)}, got {_show(result)}. Per micro-batch: its mean squared error, scaled so that "
         "the micro-batches' losses add up to the full batch's mean, then backward().",
-        f"应为 {_show(truth)}，实际得到 {_show(result)}。每个小批量：它的均方误差，按比例缩放，"
-        "使各小批量的损失加起来等于整批的均值，然后调用 backward()。",
+        f"应为 {_show(truth)}，实际得到 {_show(result)}。每个微批量：它的均方误差，按比例缩放，"
+        "使各微批量的损失加起来等于整批的均值，然后调用 backward()。",
     )
     unmatched = list(range(MICRO_BATCHES))
     for sent in passes:
@@ -311,9 +311,9 @@ def _check_one_case(accumulate: Callable, seed: int, dtype: torch.dtype, stale: 
             "The total is right, but the backward() passes were not one per micro-batch: each pass should carry "
             "one micro-batch's loss alone (you sent another gradient, e.g. the full batch's loss divided by "
             f"{MICRO_BATCHES}, {MICRO_BATCHES} times). Only one micro-batch fits in memory at a time.",
-            "总和是对的，但这几次 backward() 并不是每个小批量一次：每次只应该传一个小批量自己的损失"
+            "总和是对的，但这几次 backward() 并不是每个微批量一次：每次只应该传一个微批量自己的损失"
             f"（你传的是别的梯度，比如把整批的损失除以 {MICRO_BATCHES} 传了 {MICRO_BATCHES} 次）。"
-            "内存里一次只放得下一个小批量。",
+            "内存里一次只放得下一个微批量。",
         )
         unmatched.remove(match)
     require(
@@ -321,7 +321,7 @@ def _check_one_case(accumulate: Callable, seed: int, dtype: torch.dtype, stale: 
         "The value you returned is right, but w.grad itself holds only part of it: you added the micro-batches "
         "up yourself. Clear w.grad once, before the loop, and let backward() add each micro-batch into it; "
         "return w.grad.",
-        "你返回的值是对的，但 w.grad 本身只有其中一部分：各小批量是你自己加起来的。"
-        "只在循环前清零一次 w.grad，让 backward() 把每个小批量的梯度加进去，然后返回 w.grad。",
+        "你返回的值是对的，但 w.grad 本身只有其中一部分：各微批量是你自己加起来的。"
+        "只在循环前清零一次 w.grad，让 backward() 把每个微批量的梯度加进去，然后返回 w.grad。",
     )
     assert _close(truth, by_hand)  # the checker's own two answers agree

@@ -172,7 +172,7 @@ def check_bce_with_logits(bce_with_logits: Callable[[torch.Tensor, torch.Tensor,
             not _agree(got, weighted.sum(dim=1).mean()),
             f"{where}: it sums over the classes; every (sample, class) pair is its own yes/no question, and the "
             "mean runs over all N * C elements.",
-            f"{where_zh}：先对类别求了和；每个 (样本, 类别) 组合都是一道独立的是非题，平均要对全部 N * C 个元素求。",
+            f"{where_zh}：先对类别求了和；每个 (样本, 类别) 组合都是一道独立的二分类题，平均要对全部 N * C 个元素求。",
         )
         sigmoid = torch.sigmoid(logits)
         log_clamped = sigmoid.log().clamp(min=-100), (1 - sigmoid).log().clamp(min=-100)

@@ -80,19 +80,19 @@ _COMBINATION_HINTS = {
     "by count": (
         "Each micro-batch's loss was divided by the number of micro-batches, but these micro-batches differ "
         "in size: weight each loss by its own share of all the samples in the batch.",
-        "每个小批量的损失都除以了小批量的个数，可这些小批量大小不同：要按每个小批量在整批样本中所占的比例给它的损失加权。",
+        "每个微批量的损失都除以了微批量的个数，可这些微批量大小不同：要按每个微批量在整批样本中所占的比例给它的损失加权。",
     ),
     "unscaled": (
         "The gradients were added up without scaling, so the step is as large as the number of micro-batches "
         "times the right one: weight each loss by its share of the samples before backward().",
-        "梯度直接相加而没有缩放，更新步长就成了正确值的若干倍（小批量有几个就是几倍）："
-        "在 backward() 之前，按每个小批量所占的样本比例给损失加权。",
+        "梯度直接相加而没有缩放，更新步长就成了正确值的若干倍（微批量有几个就是几倍）："
+        "在 backward() 之前，按每个微批量所占的样本比例给损失加权。",
     ),
     "last only": (
         "Only the last micro-batch's gradient reached the step: zero_grad() inside the loop erases the others. "
         "Clear the gradients once, before the first micro-batch.",
-        "只有最后一个小批量的梯度用在了更新上：循环里的 zero_grad() 把其他小批量的梯度都清掉了。"
-        "要在第一个小批量之前清一次梯度。",
+        "只有最后一个微批量的梯度用在了更新上：循环里的 zero_grad() 把其他微批量的梯度都清掉了。"
+        "要在第一个微批量之前清一次梯度。",
     ),
     "leaks": (
         "The first call is right, the second is not: the gradients of the last call are still in .grad. "
@@ -103,7 +103,7 @@ _COMBINATION_HINTS = {
         "Each micro-batch's loss was divided by the number of samples in the whole batch, but loss_fn already "
         "returns a mean over its micro-batch: its share is its number of samples over the total, not one over "
         "the total.",
-        "每个小批量的损失都除以了整批的样本数，可 loss_fn 返回的已经是这个小批量上的平均值："
+        "每个微批量的损失都除以了整批的样本数，可 loss_fn 返回的已经是这个微批量上的平均值："
         "它所占的比例是它的样本数除以总样本数，而不是 1 除以总样本数。",
     ),
 }
@@ -163,7 +163,7 @@ def check_accumulated_step(accumulated_step: Callable) -> None:
             isinstance(result, float),
             f"accumulated_step returned {type(result).__name__}; return a Python float (.item() of each "
             "micro-batch's loss), so no graph is kept alive.",
-            f"accumulated_step 返回的是 {type(result).__name__}；要返回 Python 浮点数（对每个小批量的损失调用 "
+            f"accumulated_step 返回的是 {type(result).__name__}；要返回 Python 浮点数（对每个微批量的损失调用 "
             ".item()），这样就不会留着计算图。",
         )
         seen = [n for kind, n in events if kind == "forward"]
@@ -172,8 +172,8 @@ def check_accumulated_step(accumulated_step: Callable) -> None:
             f"A forward pass saw {max(seen, default=0)} samples, but the largest micro-batch has {largest}: the "
             "point of accumulating is that only one micro-batch's activations are in memory at a time. Run the "
             "model on each micro-batch separately.",
-            f"有一次前向传播处理了 {max(seen, default=0)} 个样本，而最大的小批量只有 {largest} 个：梯度累积的意义"
-            "就在于内存里每次只有一个小批量的激活值。要对每个小批量分别运行模型。",
+            f"有一次前向传播处理了 {max(seen, default=0)} 个样本，而最大的微批量只有 {largest} 个：梯度累积的意义"
+            "就在于内存里每次只有一个微批量的激活值。要对每个微批量分别运行模型。",
         )
         kinds = [kind for kind, _ in events]
         require(
@@ -182,14 +182,14 @@ def check_accumulated_step(accumulated_step: Callable) -> None:
             "Every micro-batch ran forward before the first backward(), so the graphs of all of them were kept "
             "in memory at once, as with one big batch: call backward() on each micro-batch's loss before the next "
             "forward pass.",
-            "所有小批量都先做完了前向传播，才第一次调用 backward()，于是它们的计算图同时留在内存里，"
-            "和一次用一个大批量没有区别：要在下一个小批量的前向传播之前，对当前小批量的损失调用 backward()。",
+            "所有微批量都先做完了前向传播，才第一次调用 backward()，于是它们的计算图同时留在内存里，"
+            "和一次用一个大批量没有区别：要在下一个微批量的前向传播之前，对当前微批量的损失调用 backward()。",
         )
         require(
             len(steps) == 1,
             f"One call made {len(steps)} optimizer steps: accumulate the gradients of all micro-batches, then "
             "call optimizer.step() once, after the loop.",
-            f"调用一次做了 {len(steps)} 次优化器更新：先把所有小批量的梯度累积起来，"
+            f"调用一次做了 {len(steps)} 次优化器更新：先把所有微批量的梯度累积起来，"
             "循环结束后再调用一次 optimizer.step()。",
         )
         got = [p.detach().clone() for p in model.parameters()]
@@ -202,7 +202,7 @@ def check_accumulated_step(accumulated_step: Callable) -> None:
                 "After the step the parameters differ from one step on the whole batch: clear the gradients once, "
                 "then for each micro-batch forward, loss weighted by its share of the samples, backward; then one "
                 "optimizer.step().",
-                "更新之后的参数和在整批数据上走一步的结果不同：先清一次梯度，然后对每个小批量做前向传播、"
+                "更新之后的参数和在整批数据上走一步的结果不同：先清一次梯度，然后对每个微批量做前向传播、"
                 "按样本比例加权损失、backward；最后调用一次 optimizer.step()。",
             )
         want = want_losses[call]
@@ -211,11 +211,11 @@ def check_accumulated_step(accumulated_step: Callable) -> None:
             f"accumulated_step returned {result:.6f}, but the mean loss per sample over the whole batch is "
             f"{want:.6f}: add up each micro-batch's loss weighted by its share of the samples.",
             f"accumulated_step 返回了 {result:.6f}，但整批数据上每个样本的平均损失是 {want:.6f}："
-            "把每个小批量的损失按它所占的样本比例加权后再相加。",
+            "把每个微批量的损失按它所占的样本比例加权后再相加。",
         )
     passed(
         "one step per call, with the gradient of the whole batch, even when the micro-batches differ in size",
-        "每次调用只更新一次，用的是整批数据的梯度，即使各个小批量大小不同也是如此。",
+        "每次调用只更新一次，用的是整批数据的梯度，即使各个微批量大小不同也是如此。",
     )
 
 

@@ -234,6 +234,6 @@ EXERCISES = [
         why_zh="backward() 会把梯度加到 .grad 上，所以三次 backward() 得到三个梯度之和；每个均值乘以 1/3，"
         "这个和就正好是全部 6 个样本上的均值的梯度。",
         discuss="With micro-batches of unequal size, what should each loss be divided by instead?",
-        discuss_zh="如果各个小批量大小不一样，每个损失应该改为除以什么？",
+        discuss_zh="如果各个微批量大小不一样，每个损失应该改为除以什么？",
     ),
 ]

@@ -308,10 +308,10 @@ EXERCISES = [
         why="backward() adds to .grad, so micro-batch losses weighted by their share of the samples add up to the "
         "gradient of the whole batch's mean loss; one step then uses it, and only one micro-batch's graph is in "
         "memory at a time.",
-        why_zh="backward() 会累加到 .grad 上，所以把各小批量的损失按样本比例加权后反向传播，"
-        "累积起来正好是整批数据平均损失的梯度；然后只更新一次，而内存里每次只有一个小批量的计算图。",
+        why_zh="backward() 会累加到 .grad 上，所以把各微批量的损失按样本比例加权后反向传播，"
+        "累积起来正好是整批数据平均损失的梯度；然后只更新一次，而内存里每次只有一个微批量的计算图。",
         discuss="With BatchNorm in the model, is accumulating four micro-batches of 8 the same as one batch of 32?",
-        discuss_zh="如果模型里有 BatchNorm，累积 4 个大小为 8 的小批量，和直接用一个大小为 32 的批，结果一样吗？",
+        discuss_zh="如果模型里有 BatchNorm，累积 4 个大小为 8 的微批量，和直接用一个大小为 32 的批，结果一样吗？",
     ),
     Exercise(
         check=check_predict,
