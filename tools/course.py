@@ -274,21 +274,16 @@ class Course:
         """A command in the course's environment with the course's settings."""
         return Step([self.python, *args], run_env(windows=self.windows, **extra))
 
-    def suite(self, python: str | None = None, **extra: str) -> Step:
+    def nbval_args(self) -> list[str]:
         """Two workers, one file each (--dist loadfile): a notebook's cells must run in one kernel, in order; files
         in the order conftest.py gives them (longest first), not xdist's."""
-        args = [
-            "-m",
-            "pytest",
-            "-n",
-            self.s["PYTEST_WORKERS"],
-            "--dist",
-            "loadfile",
-            "--no-loadscope-reorder",
-            "--nbval",
-            "--nbval-current-env",
-        ]
-        return Step([python or self.python, *args, "tests", "notebooks"], run_env(windows=self.windows, **extra))
+        workers = ["-n", self.s["PYTEST_WORKERS"], "--dist", "loadfile", "--no-loadscope-reorder"]
+        return ["-m", "pytest", *workers, "--nbval", "--nbval-current-env"]
+
+    def suite(self, python: str | None = None, **extra: str) -> Step:
+        """The whole `test` suite: the tests and nbval on every notebook."""
+        args = [*self.nbval_args(), "tests", "notebooks"]
+        return Step([python or self.python, *args], run_env(windows=self.windows, **extra))
 
     def workspace_args(self, target: str) -> list[str]:
         args = ["--workspace", self.s["WORKSPACE"]]
@@ -346,19 +341,7 @@ class Course:
     def target_rerun(self) -> list[Step]:
         """Every notebook (or NB=...) run twice in one kernel, both passes compared with the stored outputs.
         Not part of `test` (it doubles the notebooks' time); CI's walkthrough runs every lesson twice in the Lab."""
-        args = [
-            "-m",
-            "pytest",
-            "-n",
-            self.s["PYTEST_WORKERS"],
-            "--dist",
-            "loadfile",
-            "--no-loadscope-reorder",
-            "--nbval",
-            "--nbval-current-env",
-            "--rerun-notebooks",
-            *(self.split("NB") or ["notebooks"]),
-        ]
+        args = [*self.nbval_args(), "--rerun-notebooks", *(self.split("NB") or ["notebooks"])]
         return self.venv() + [self.run(*args)]
 
     def target_test_gpu(self) -> list[Step]:
