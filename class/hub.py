@@ -191,15 +191,15 @@ def student_python() -> Path:
     return bridge if bridge.exists() else PYTHON
 
 
+def ask_course_python(code: str) -> str:
+    """What the course environment's Python prints for `code` (its version, its site-packages)."""
+    return subprocess.run([str(PYTHON), "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+
+
 def ensure_student_python() -> Path:
     if runs_as_student(student_python()):
         return student_python()
-    version = subprocess.run(
-        [str(PYTHON), "-c", "import sys; print(f'{sys.version_info[0]}.{sys.version_info[1]}')"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.strip()
+    version = ask_course_python("import sys; print(f'{sys.version_info[0]}.{sys.version_info[1]}')")
     system = next(
         (Path(p) for p in (f"/usr/bin/python{version}", f"/usr/local/bin/python{version}") if Path(p).exists()), None
     )
@@ -210,12 +210,7 @@ def ensure_student_python() -> Path:
         )
     shutil.rmtree(BRIDGE, ignore_errors=True)
     subprocess.run([str(system), "-m", "venv", "--without-pip", str(BRIDGE)], check=True)
-    site = subprocess.run(
-        [str(PYTHON), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.strip()
+    site = ask_course_python("import sysconfig; print(sysconfig.get_paths()['purelib'])")
     (BRIDGE / "lib" / f"python{version}" / "site-packages" / "course-env.pth").write_text(
         f"import site; site.addsitedir({site!r})\n"
     )
