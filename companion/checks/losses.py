@@ -58,12 +58,16 @@ def _two(got: torch.Tensor, want: torch.Tensor) -> tuple[str, str]:
     return f"{a:.{digits}g}", f"{b:.{digits}g}"
 
 
-def _one_number(got: object, want: torch.Tensor, where: str) -> torch.Tensor:
+def _a_tensor(got: object, where: str) -> None:
     require(
         isinstance(got, torch.Tensor),
         f"{where} should return a tensor, not {type(got).__name__}.",
         f"{where} 应该返回一个张量，而不是 {type(got).__name__}。",
     )
+
+
+def _one_number(got: object, want: torch.Tensor, where: str) -> torch.Tensor:
+    _a_tensor(got, where)
     require(
         got.shape == (),
         f"{where} has shape {tuple(got.shape)}: return one number, the mean (a 0-d tensor).",
@@ -270,11 +274,7 @@ def _without_autograd(where: str) -> Iterator[None]:
 
 
 def _gradient_shape(got: object, logits: torch.Tensor, where: str) -> torch.Tensor:
-    require(
-        isinstance(got, torch.Tensor),
-        f"{where} should return a tensor, not {type(got).__name__}.",
-        f"{where} 应该返回一个张量，而不是 {type(got).__name__}。",
-    )
+    _a_tensor(got, where)
     require(
         got.shape == logits.shape,
         f"{where} has shape {tuple(got.shape)}: the gradient holds one number per logit, so it has the logits' "
