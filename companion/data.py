@@ -6,6 +6,9 @@ worker started with "spawn" (macOS, Windows; Linux from Python 3.14 uses "forkse
 class defined in a notebook cannot be found there.
 """
 
+import importlib.util
+from pathlib import Path
+
 import numpy as np
 import torch
 from torch.utils.data import Dataset, TensorDataset, get_worker_info
@@ -14,9 +17,9 @@ from torch.utils.data import Dataset, TensorDataset, get_worker_info
 def digits_datasets(test_fraction: float = 0.25, seed: int = 0) -> tuple[TensorDataset, TensorDataset]:
     """The 1,797 8x8 digits shipped in scikit-learn as (train, test) sets: (N, 1, 8, 8) floats in [0, 1], labels."""
     _check_split(test_fraction, seed)
-    digits = load_digits()
-    images = torch.tensor(digits.images, dtype=torch.float32).unsqueeze(1) / 16.0  # (N, 1, 8, 8); pixels 0..16
-    labels = torch.tensor(digits.target, dtype=torch.int64)  # (N,)
+    pixels, targets = read_sklearn_digits()
+    images = torch.tensor(pixels, dtype=torch.float32).unsqueeze(1) / 16.0  # (N, 1, 8, 8); pixels 0..16
+    labels = torch.tensor(targets, dtype=torch.int64)  # (N,)
     # A seeded generator of its own: the split does not depend on (or disturb) the global random state.
     order = torch.randperm(len(labels), generator=torch.Generator().manual_seed(seed))
     n_test = round(len(labels) * test_fraction)
@@ -24,12 +27,24 @@ def digits_datasets(test_fraction: float = 0.25, seed: int = 0) -> tuple[TensorD
     return TensorDataset(images[train], labels[train]), TensorDataset(images[test], labels[test])
 
 
-def load_digits():
-    """scikit-learn's `load_digits()`, importing scikit-learn only when called: it takes over a second to import,
-    and a DataLoader worker that imports this module for NoisyIndices never needs it."""
-    from sklearn.datasets import load_digits as sklearn_load_digits
+def read_sklearn_digits() -> tuple[np.ndarray, np.ndarray]:
+    """The digits as (1797, 8, 8) pixel counts 0..16 and (1797,) labels: scikit-learn's `load_digits()` numbers.
 
-    return sklearn_load_digits()
+    They are read straight from the file scikit-learn ships (datasets/data/digits.csv.gz), found without importing
+    scikit-learn, whose import takes a second or two in every lesson that trains.
+    tests/test_data.py compares the result with `sklearn.datasets.load_digits()` itself.
+    """
+    spec = importlib.util.find_spec("sklearn")
+    if spec is None or not spec.submodule_search_locations:
+        raise ModuleNotFoundError("the digits come with scikit-learn: install the course's environment (make lab)")
+    path = Path(spec.submodule_search_locations[0]) / "datasets" / "data" / "digits.csv.gz"
+    if not path.exists():  # another layout in some scikit-learn version: ask scikit-learn itself
+        from sklearn.datasets import load_digits as sklearn_load_digits
+
+        digits = sklearn_load_digits()
+        return digits.images, digits.target
+    table = np.loadtxt(path, delimiter=",")  # one digit per row: 64 pixels, then the label
+    return table[:, :-1].reshape(-1, 8, 8), table[:, -1].astype(np.int64)
 
 
 class NoisyIndices(Dataset):

@@ -6,12 +6,12 @@ import re
 import numpy as np
 import pytest
 import torch
-from sklearn.datasets import load_digits
 from torch.utils.data import DataLoader
 
+import companion.data
 from companion.checks.answers.data import EXERCISES
 from companion.checks.data import check_pad_collate
-from companion.data import NoisyIndices, digits_datasets, reseed_worker
+from companion.data import NoisyIndices, digits_datasets, read_sklearn_digits, reseed_worker
 from companion.exercises import WrongAnswer
 
 
@@ -24,6 +24,34 @@ def test_digits_are_scaled_images_with_labels():
     assert images.min() == 0 and images.max() == 1
 
 
+def sklearn_digits():
+    """scikit-learn's own load_digits(), imported here, not at the top: the import takes a second or two."""
+    from sklearn.datasets import load_digits as sklearn_load_digits
+
+    return sklearn_load_digits()
+
+
+def test_the_digits_read_from_the_file_are_scikit_learns():
+    pixels, labels = read_sklearn_digits()
+    digits = sklearn_digits()
+    assert pixels.shape == (1797, 8, 8) and labels.shape == (1797,) and labels.dtype == np.int64
+    assert np.array_equal(pixels, digits.images) and np.array_equal(labels, digits.target)
+
+
+def test_without_the_file_the_digits_come_from_scikit_learn(monkeypatch, tmp_path):
+    elsewhere = type("Spec", (), {"submodule_search_locations": [str(tmp_path)]})()  # a layout without the file
+    monkeypatch.setattr(companion.data.importlib.util, "find_spec", lambda name: elsewhere)
+    pixels, labels = read_sklearn_digits()
+    digits = sklearn_digits()
+    assert np.array_equal(pixels, digits.images) and np.array_equal(labels, digits.target)
+
+
+def test_without_scikit_learn_the_error_says_what_to_install(monkeypatch):
+    monkeypatch.setattr(companion.data.importlib.util, "find_spec", lambda name: None)
+    with pytest.raises(ModuleNotFoundError, match=r"scikit-learn: install the course's environment \(make lab\)"):
+        read_sklearn_digits()
+
+
 def sorted_rows(x: torch.Tensor) -> torch.Tensor:
     return x[np.lexsort(x.numpy().T[::-1])]
 
@@ -31,7 +59,7 @@ def sorted_rows(x: torch.Tensor) -> torch.Tensor:
 def test_split_is_a_partition_of_the_original_data():
     train, test = digits_datasets(test_fraction=0.3, seed=5)
     images = torch.cat([train.tensors[0], test.tensors[0]]).flatten(1) * 16
-    original = torch.tensor(load_digits().data, dtype=torch.float32)
+    original = torch.tensor(read_sklearn_digits()[0], dtype=torch.float32).flatten(1)
     assert torch.equal(sorted_rows(images), sorted_rows(original))
     assert len(test) == round(1797 * 0.3)
 
