@@ -2,7 +2,6 @@ import sys
 from pathlib import Path
 
 import pytest
-import torch
 
 # Test helpers (notebook_rules) and the course tools (tools/handout.py, ...) import as plain modules.
 sys.path.insert(0, str(Path(__file__).parent))
@@ -11,7 +10,12 @@ sys.path.insert(0, str(Path(__file__).parent.parent / "tools"))
 
 @pytest.fixture(autouse=True, scope="session")
 def one_thread():
-    """Tests run on one CPU thread, as the notebooks and CI do: small models train fastest so, and sums repeat."""
+    """Tests run on one CPU thread, as the notebooks and CI do: small models train fastest so, and sums repeat.
+
+    torch is imported here, not at the top: under `make test` the controlling process loads this file too and then
+    only hands out files, so it need not spend seconds importing torch before the workers can start."""
+    import torch
+
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     yield
