@@ -40,7 +40,7 @@ def request(url: str, data: dict | None = None) -> dict:
 
 
 @contextmanager
-def make_lab(tmp_path: Path, target: str, workspace: str):
+def make_lab(tmp_path: Path, target: str, workspace: str, language: str | None = None):
     """Run `python tools/course.py <target>` (what `make <target>` runs) headless on a free port; yield the base URL
     and the log path; stop it."""
     port = free_port()
@@ -53,7 +53,8 @@ def make_lab(tmp_path: Path, target: str, workspace: str):
     log_path = tmp_path / f"{target}-{port}.log"
     with open(log_path, "w") as log:
         lab = subprocess.Popen(
-            [sys.executable, "tools/course.py", target, f"WORKSPACE={workspace}", f"LAB_ARGS={args}"],
+            [sys.executable, "tools/course.py", target, f"WORKSPACE={workspace}", f"LAB_ARGS={args}"]
+            + ([f"COURSE_LANG={language}"] if language else []),
             cwd=ROOT,
             env=env,
             start_new_session=True,
@@ -124,6 +125,30 @@ def test_make_lab_serves_stubbed_copies_and_keeps_the_learners_edit(tmp_path):
         assert "Copied" not in log_path.read_text()
     finally:
         shutil.rmtree(ROOT / workspace, ignore_errors=True)
+
+
+def locale_default(url: str) -> str:
+    """The Lab's default interface language (overrides.json sets it; a learner's own choice would still win)."""
+    return request(url)["schema"]["properties"]["locale"]["default"]
+
+
+@pytest.mark.integration
+def test_make_lab_in_chinese_serves_chinese_copies_and_chinese_menus(tmp_path):
+    workspace = f"build/test-lab-zh-{os.getpid()}"
+    language = "@jupyterlab/translation-extension:plugin"
+    try:
+        with make_lab(tmp_path, "lab", workspace, "zh") as (base, _):
+            assert locale_default(f"{base}/lab/api/settings/{language}") == "zh_CN"
+            menus = request(f"{base}/lab/api/translations/zh_CN")["data"]["jupyterlab"]
+            assert menus["Edit"] == ["编辑"] and menus["Restart Kernel…"] == ["重启内核…"]
+            lesson = request(f"{base}/api/contents/{workspace}/01-tensors.ipynb")["content"]
+            tags = [set(c["metadata"].get("tags", [])) for c in lesson["cells"]]
+            assert not any("lang-en" in t for t in tags) and any("lang-zh" in t for t in tags)
+        with make_lab(tmp_path, "lab", f"{workspace}-en") as (base, _):  # a workspace in English: English menus
+            assert locale_default(f"{base}/lab/api/settings/{language}") == "default"
+    finally:
+        for folder in (workspace, f"{workspace}-en"):
+            shutil.rmtree(ROOT / folder, ignore_errors=True)
 
 
 def test_lab_teacher_and_notebook_open_the_right_folders():

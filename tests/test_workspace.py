@@ -235,3 +235,16 @@ def test_jupyter_is_rooted_at_the_project_with_the_course_style_sheet():
     assert (ws.ROOT / "companion" / "fonts" / "CourseSansSC-Regular.otf").exists()
     command, _ = ws.jupyter_command("notebook", ws.NOTEBOOK_DIR, [])
     assert "--JupyterNotebookApp.default_url=/tree/notebooks" in command
+    assert not any("app_settings_dir" in part for part in command), "English menus unless the course is in Chinese"
+
+
+def test_a_chinese_workspace_opens_jupyter_with_chinese_menus():
+    from jupyterlab_server.translation_utils import get_language_pack
+
+    for app, server in (("lab", "LabApp"), ("notebook", "JupyterNotebookApp")):
+        command, _ = ws.jupyter_command(app, ws.DEFAULT_WORKSPACE, [], "zh")
+        assert f"--{server}.app_settings_dir={ws.CONFIG_DIR / 'lab-zh'}" in command
+    overrides = json.loads((ws.CONFIG_DIR / "lab-zh" / "overrides.json").read_text(encoding="utf-8"))
+    assert overrides == {"@jupyterlab/translation-extension:plugin": {"locale": "zh_CN"}}
+    strings, _ = get_language_pack("zh_CN")  # the installed language pack that locale asks for
+    assert strings["jupyterlab"]["Edit"] == ["编辑"] and strings["notebook"]["Advanced Tools"] == ["高级工具"]

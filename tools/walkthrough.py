@@ -13,7 +13,8 @@ Cells, wait until every code cell ran, save, and check that
 then Run All a second time in the same kernel and check that no checked output changed (cells tagged
 nbval-ignore-output or nbval-skip aside). After the Lab has shut every kernel down, the kernels' temporary
 folder (TMPDIR) must be empty: no lesson leaves a file behind. Screenshots of each lesson's title and first plot go to
-build/walkthrough/. One lesson is walked again in Notebook 7 (`jupyter notebook`). Every process it started is
+build/walkthrough/. One lesson is walked again in Notebook 7 (`jupyter notebook`), and lesson 00 is opened in a
+Chinese workspace (`make lab COURSE_LANG=zh`), whose Lab menus must be in Chinese. Every process it started is
 stopped at the end.
 
     python tools/walkthrough.py [LESSON ...] [--notebook7 00] [--timeout 900]
@@ -76,7 +77,7 @@ def free_port() -> int:
 class Server:
     """A Jupyter server started the way `make lab` / `make notebook` start it, stopped with all its kernels."""
 
-    def __init__(self, app: str, folder: Path, log: Path):
+    def __init__(self, app: str, folder: Path, log: Path, language: str = "both"):
         self.port, self.token = free_port(), secrets.token_hex(16)
         self.base = f"http://127.0.0.1:{self.port}"
         extra = [
@@ -86,8 +87,8 @@ class Server:
             "--ServerApp.port_retries=0",
             f"--IdentityProvider.token={self.token}",
         ]
-        command, env = jupyter_command(app, folder, extra)
-        state = OUT / "state" / app
+        command, env = jupyter_command(app, folder, extra, language)
+        state = OUT / "state" / f"{app}-{language}"
         settings = state / "settings"
         for name, value in SETTINGS.items():
             (settings / name).parent.mkdir(parents=True, exist_ok=True)
@@ -397,6 +398,36 @@ def walk_lesson(context, server: Server, folder: Path, path: Path, app: str, tim
     return walk
 
 
+# The Lab's top menus as the language pack names them (File, Edit, View, Run, Kernel, ...).
+CHINESE_MENUS = {"文件", "编辑", "查看", "运行", "内核"}
+
+
+def look_at_chinese_menus(context, server: Server, path: Path) -> Walk:
+    """`make lab COURSE_LANG=zh`: the lesson opens in the Chinese copy, under menus in Chinese; a screenshot."""
+    walk = Walk(path.stem, "lab-zh")
+    start = time.monotonic()
+    page = context.new_page()
+    relative = path.relative_to(ROOT).as_posix()
+    try:
+        page.goto(server.url(f"lab/workspaces/walk-zh/tree/{relative}"))
+        page.wait_for_selector(".jp-Notebook .jp-RenderedMarkdown", timeout=120_000)
+        wait_for_kernel(server, relative)
+        page.wait_for_timeout(1000)  # the status bar catches up with the kernel
+        labels = set(page.locator(".lm-MenuBar-itemLabel").all_inner_texts())
+        if not CHINESE_MENUS <= labels:
+            walk.problems.append(f"menus not in Chinese: {sorted(labels)}")
+        shot = OUT / f"{path.stem}-lab-zh.png"
+        page.screenshot(path=str(shot))
+        walk.screenshots.append(shot.name)
+    except Exception as error:
+        walk.problems.append(f"{type(error).__name__}: {str(error).splitlines()[0][:300]}")
+    finally:
+        page.close()
+        server.close_session(relative)
+        walk.seconds = time.monotonic() - start
+    return walk
+
+
 WALKERS = 2  # lessons walked at once, each in its own browser and kernel: a kernel keeps one core busy
 
 
@@ -484,6 +515,13 @@ def main(argv: list[str] | None = None) -> int:
             with browser_context() as context:
                 walks.append(walk_lesson(context, servers[-1], folder, chosen[0], "notebook", args.timeout))
             servers.pop().stop()
+        chinese = OUT / "workspace-zh"
+        Workspace(chinese, args.notebooks).sync("zh")  # what `make lab COURSE_LANG=zh` serves on a first run
+        servers.append(Server("lab", chinese, OUT / "lab-zh.log", language="zh"))
+        print("JupyterLab in Chinese: the menus ...", flush=True)
+        with browser_context() as context:
+            walks.append(look_at_chinese_menus(context, servers[-1], sorted(chinese.glob("00-*.ipynb"))[0]))
+        servers.pop().stop()
     finally:
         for server in servers:
             server.stop()

@@ -38,6 +38,9 @@ from lesson_copies import LANGUAGES, edited_text, learner_copy
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOK_DIR = ROOT / "notebooks"
 CONFIG_DIR = ROOT / "jupyter"
+# Default settings of the Lab and Notebook 7 per course language: for zh, the menus in Chinese (the language pack
+# jupyterlab-language-pack-zh-CN). Defaults only: a language the learner picks in Settings > Language still wins.
+APP_SETTINGS = {"zh": CONFIG_DIR / "lab-zh"}
 DEFAULT_WORKSPACE = ROOT / "workspace"
 MANIFEST = ".course.json"
 BACKUPS = "backups"
@@ -224,8 +227,11 @@ class Workspace:
         return backup
 
 
-def jupyter_command(app: str, folder: Path, extra: list[str]) -> tuple[list[str], dict[str, str]]:
-    """The command and environment that open `folder` (inside the project) in JupyterLab or Notebook 7."""
+def jupyter_command(
+    app: str, folder: Path, extra: list[str], language: str = "both"
+) -> tuple[list[str], dict[str, str]]:
+    """The command and environment that open `folder` (inside the project) in JupyterLab or Notebook 7, with the
+    menus in `language` where a language pack gives them (zh); English otherwise."""
     url_folder = folder.resolve().relative_to(ROOT).as_posix()
     # jupyter-lab itself, not `jupyter lab`, which would start one more Python only to start it
     name = "jupyter-lab" if app == "lab" else "jupyter-notebook"
@@ -233,9 +239,12 @@ def jupyter_command(app: str, folder: Path, extra: list[str]) -> tuple[list[str]
     command = [str(installed) if installed.exists() else name]
     command.append(f"--ServerApp.root_dir={ROOT}")
     if app == "lab":
-        command += ["--LabApp.custom_css=True", f"--LabApp.default_url=/lab/tree/{url_folder}"]
+        server, url = "LabApp", f"/lab/tree/{url_folder}"
     else:
-        command += ["--JupyterNotebookApp.custom_css=True", f"--JupyterNotebookApp.default_url=/tree/{url_folder}"]
+        server, url = "JupyterNotebookApp", f"/tree/{url_folder}"
+    command += [f"--{server}.custom_css=True", f"--{server}.default_url={url}"]
+    if language in APP_SETTINGS:
+        command.append(f"--{server}.app_settings_dir={APP_SETTINGS[language]}")
     if hasattr(os, "geteuid") and os.geteuid() == 0 and "--allow-root" not in extra:
         command.append("--allow-root")  # containers and CI often run as root
     env = {**os.environ, "JUPYTER_CONFIG_DIR": str(CONFIG_DIR)}
@@ -298,7 +307,7 @@ def main(argv: list[str] | None = None) -> int:
     sys.stdout.flush()
     if args.action == "sync":
         return 0
-    command, env = jupyter_command(args.action, workspace.path, extra)
+    command, env = jupyter_command(args.action, workspace.path, extra, workspace.language)
     return start(command, env)
 
 
