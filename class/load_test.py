@@ -21,9 +21,10 @@ import nbformat
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT / "tools"), str(ROOT / "tests")]
+from course import source  # noqa: E402
 from test_hub import HUB, PYTHON, Student, free_port, hub  # noqa: E402
 
-from lesson_copies import cell_source, exercises  # noqa: E402
+from lesson_copies import exercises  # noqa: E402
 
 
 def lesson_code(name: str) -> str:
@@ -31,7 +32,7 @@ def lesson_code(name: str) -> str:
     notebook = nbformat.read(ROOT / "notebooks" / name, 4)
     skip = {i for pair in exercises(notebook) for i in pair}
     cells = [
-        cell_source(c)
+        source(c)
         for i, c in enumerate(notebook.cells)
         if c.cell_type == "code" and i not in skip and "raises-exception" not in c.metadata.get("tags", [])
     ]

@@ -9,22 +9,21 @@ import re
 from itertools import pairwise
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-NOTEBOOK_DIR = ROOT / "notebooks"
+from course import ANSI, CJK, NOTEBOOK_DIR, source, tags
+
+from companion.exercises import PASS_MARK
+
 GLOSSARY = NOTEBOOK_DIR / "GLOSSARY.md"
 
-CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
 ADDRESS = re.compile(r"\bat 0x[0-9a-fA-F]{4,}|\b0x[0-9a-fA-F]{8,}\b")
 MACHINE_PATH = re.compile(r"/tmp/|/home/|/root/|/Users/|/private/var/|site-packages|[A-Za-z]:\\Users")
 # What a leaked warning looks like: "file.py:12: UserWarning: ..."
 WARNING_LINE = re.compile(r":\d+: \w*Warning:")
 UNCHECKED_TAGS = {"nbval-ignore-output", "nbval-skip"}
 UNCHECKED_REASON = "# Not checked by nbval:"
-PASS_MARK = "✓ Correct / 正确"
 ENGLISH_TITLE = re.compile(r"^# (\d\d) · \S")
 CHINESE_TITLE = re.compile(r"^\*\*第 (\d\d) 课 · [^*\n]+\*\*")
 MAX_ERROR_LINES = 8
-ANSI = re.compile(r"\x1b\[[0-9;]*m")
 # `Adam??` pointers send the learner away from the page: print the source with companion.course.show_source instead.
 SOURCE_POINTER = re.compile(r"`[\w.]+\?\?`")
 # *...* or _..._ around Chinese: browsers fake a slant for CJK, which reads badly; use **bold** or 「」 instead.
@@ -32,17 +31,6 @@ CHINESE_ITALIC = re.compile(
     r"(?<![*A-Za-z0-9_])[*_](?![*\s])[^*_\n]*[\u3400-\u9fff][^*_\n]*(?<![*\s])[*_](?![*A-Za-z0-9_])"
 )
 OUTPUT_FENCE = re.compile(r"^```output:([\w-]+)\n(.*?)^```", re.S | re.M)
-
-
-def source(cell: dict) -> str:
-    """A cell's source as one string (nbformat allows a list of lines)."""
-    src = cell.get("source", "")
-    return "".join(src) if isinstance(src, list) else src
-
-
-def tags(cell: dict) -> set[str]:
-    """A cell's tags."""
-    return set(cell.get("metadata", {}).get("tags", []))
 
 
 def output_text(output: dict) -> str:

@@ -22,7 +22,7 @@ from companion.batchnorm import (
 )
 from companion.checks.answers.batchnorm import EXERCISES
 from companion.checks.batchnorm import check_fuse_conv_bn, check_group_norm
-from companion.exercises import WrongAnswer
+from companion.exercises import PASS_MARK, WrongAnswer
 from companion.plotting import COLUMN_WIDTH, use_course_style
 
 
@@ -280,7 +280,7 @@ def test_plot_draws_one_line_per_history_and_the_true_mean():
 @pytest.mark.parametrize("exercise", EXERCISES, ids=lambda e: e.check.__name__)
 def test_each_exercise_passes_its_reference_and_rejects_each_typical_mistake(exercise, capsys):
     exercise.check(exercise.reference)
-    assert capsys.readouterr().out.startswith("✓ Correct / 正确")
+    assert capsys.readouterr().out.startswith(PASS_MARK)
     assert len(exercise.mistakes) >= 3
     for mistake in exercise.mistakes:
         with pytest.raises(WrongAnswer, match=re.escape(mistake.hint)) as caught:
@@ -321,7 +321,7 @@ def test_checkers_pass_other_right_answers(capsys):
     check_fuse_conv_bn(right_fuse)
     check_fuse_conv_bn(lambda conv, bn: list(right_fuse(conv, bn)))
     out = capsys.readouterr().out
-    assert out.count("✓ Correct / 正确") == 3
+    assert out.count(PASS_MARK) == 3
 
 
 def test_group_norm_check_leaves_pytorchs_group_norm_working_afterwards():

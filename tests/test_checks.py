@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from course import CJK, lesson_files
 from torch import nn
 
 import companion
@@ -20,7 +21,6 @@ import companion.checks
 import companion.checks.answers
 from companion.exercises import PASS_MARK, Exercise, WrongAnswer, call_learner, sandbox
 from handout import COMPARED_WITH_PYTORCH, answer_leaks, lesson_answers, reference_answers
-from notebook_rules import CJK, NOTEBOOK_DIR
 
 CHECK_MODULES = [
     importlib.import_module(f"companion.checks.{info.name}")
@@ -106,7 +106,7 @@ def test_no_checker_outside_companion_checks():
 
 def test_every_checker_a_lesson_calls_is_tabled():
     tabled = {exercise.check.__name__ for _, exercise in ROWS}
-    for path in sorted(NOTEBOOK_DIR.glob("[0-9][0-9]-*.ipynb")):
+    for path in lesson_files():
         notebook = json.loads(path.read_text(encoding="utf-8"))
         for cell in notebook["cells"]:
             source = "".join(cell["source"])
@@ -197,7 +197,7 @@ def test_the_harness_lets_a_correct_answer_through_and_allows_what_the_exercise_
 
 
 COMPANION = Path(companion.__file__).parent
-LESSON_PATHS = sorted(NOTEBOOK_DIR.glob("[0-9][0-9]-*.ipynb"))
+LESSON_PATHS = lesson_files()
 
 
 # The search itself lives in tools/handout.py, which runs it on the student bundle too (tests/test_handout.py).

@@ -5,11 +5,11 @@ import copy
 import json
 
 import pytest
+from course import lesson_files
 
 import claims
-from notebook_rules import NOTEBOOK_DIR
 
-NOTEBOOKS = sorted(NOTEBOOK_DIR.glob("[0-9][0-9]-*.ipynb"))
+NOTEBOOKS = lesson_files()
 LESSONS = {path.stem: json.loads(path.read_text(encoding="utf-8")) for path in NOTEBOOKS}
 PROVERS = claims.code_cell_ids(LESSONS)
 

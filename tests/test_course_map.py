@@ -2,19 +2,20 @@
 
 import json
 
+import course
 import pytest
+from course import NOTEBOOK_DIR, ROOT, lesson_files
 
 import course_map
-from notebook_rules import NOTEBOOK_DIR, ROOT
 
-LESSONS = course_map.load_map()
+LESSONS = course.course_map()
 NOTEBOOKS = {
     lesson["number"]: json.loads((NOTEBOOK_DIR / lesson["file"]).read_text(encoding="utf-8")) for lesson in LESSONS
 }
 
 
 def test_the_map_lists_every_lesson_in_order():
-    files = sorted(p.name for p in NOTEBOOK_DIR.glob("[0-9][0-9]-*.ipynb"))
+    files = [p.name for p in lesson_files()]
     assert [lesson["file"] for lesson in LESSONS] == files
     assert [lesson["number"] for lesson in LESSONS] == [f[:2] for f in files]
 
@@ -27,6 +28,13 @@ def test_each_lesson_entry_is_complete(lesson):
     assert lesson["minutes"] == course_map.estimate_minutes(NOTEBOOKS[lesson["number"]]), (
         "run tools/course_map.py --write"
     )
+
+
+@pytest.mark.parametrize("lesson", LESSONS, ids=lambda lesson: lesson["number"])
+def test_each_lesson_opens_with_the_titles_of_the_map(lesson):
+    first, second = ("".join(cell["source"]).splitlines()[0] for cell in NOTEBOOKS[lesson["number"]]["cells"][:2])
+    assert first == f"# {lesson['number']} · {lesson['title']}"
+    assert second == f"**第 {lesson['number']} 课 · {lesson['title_zh']}**"
 
 
 @pytest.mark.parametrize("lesson", LESSONS, ids=lambda lesson: lesson["number"])

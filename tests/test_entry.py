@@ -15,9 +15,7 @@ from pathlib import Path, PurePosixPath, PureWindowsPath
 
 import course
 import pytest
-from course import HELP, SETTINGS, TARGETS, Course, Env, course_command, run_env, settings
-
-from notebook_rules import ROOT
+from course import HELP, ROOT, SETTINGS, TARGETS, Course, Env, course_command, run_env, settings
 
 MAKE = shutil.which("make")
 needs_make = pytest.mark.skipif(MAKE is None, reason="make is not installed")

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from course import CJK, NOTEBOOK_DIR, ROOT, lesson_files
 
 from handout import (
     EDITIONS,
@@ -28,9 +29,8 @@ from handout import (
     student_bundle,
 )
 from lesson_copies import answer_lines
-from notebook_rules import CJK, NOTEBOOK_DIR, ROOT
 
-LESSONS = sorted(NOTEBOOK_DIR.glob("[0-9][0-9]-*.ipynb"))
+LESSONS = lesson_files()
 HANDOUT = Path(os.environ.get("HANDOUT_DIR", ROOT / "handout"))
 
 

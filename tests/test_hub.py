@@ -24,7 +24,10 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
-from lesson_copies import ANSWER_MARK, cell_source, exercises, is_solution  # noqa: E402
+from course import source  # noqa: E402
+
+from companion.ddp_launch import free_port  # noqa: E402
+from lesson_copies import ANSWER_MARK, exercises, is_solution  # noqa: E402
 
 pytestmark = pytest.mark.hub
 PYTHON = ROOT / ".venv" / "bin" / "python"
@@ -35,12 +38,6 @@ FAKE_PASS = 'print("✓ Correct / 正确")'
 
 def log(line: str) -> None:
     print(f"hub-test: {line}", flush=True)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def port_open(port: int) -> bool:
@@ -181,7 +178,7 @@ def test_hub_end_to_end():
     passwords = data / "test-passwords.csv"
     port = free_port()
     base, students = f"http://127.0.0.1:{port}", {}
-    reference = cell_source([c for c in nbformat.read(ROOT / "notebooks" / LESSON, 4).cells if is_solution(c)][0])
+    reference = source([c for c in nbformat.read(ROOT / "notebooks" / LESSON, 4).cells if is_solution(c)][0])
     wrong = "def inverse_permutation(perm):\n    return perm.clone()\n"
     try:
         log(hub(env, "add-users", str(roster), "--passwords", str(passwords)).strip().replace("\n", " | "))
@@ -198,7 +195,7 @@ def test_hub_end_to_end():
             files = sorted(item["name"] for item in listing["content"])
             lesson = student.get(LESSON).json()["content"]
             solution, _ = exercises(lesson)[0]
-            stub = cell_source(lesson["cells"][solution])
+            stub = source(lesson["cells"][solution])
             assert ANSWER_MARK in stub and "scatter_(" not in stub, stub
             dropped = {"en": "lang-zh", "zh": "lang-en", "both": None}[languages[key]]
             cell_tags = {t for cell in lesson["cells"] for t in cell.get("metadata", {}).get("tags", [])}
@@ -270,7 +267,7 @@ def test_hub_end_to_end():
         assert rows["pass rate"][column] == "1/3"
         assert (report / "class-progress.html").exists()
         c_file = Path(pwd.getpwnam(c.name).pw_dir) / "workspace" / LESSON
-        c_sources = [cell_source(cell) for cell in nbformat.read(c_file, 4).cells]
+        c_sources = [source(cell) for cell in nbformat.read(c_file, 4).cells]
         assert "perm.clone()" in b_file.read_text() and FAKE_PASS in c_sources  # the report changed nothing
         for row in table:
             log("table: " + " | ".join(cell[:90] for cell in row))

@@ -7,7 +7,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -17,17 +16,12 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from course import NOTEBOOK_DIR, ROOT, lesson_files
 
+from companion.ddp_launch import free_port
 from lesson_copies import ANSWER_MARK, answer_lines, is_solution
-from notebook_rules import NOTEBOOK_DIR, ROOT
 
 TOKEN = "course-test-token"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def request(url: str, data: dict | None = None) -> dict:
@@ -82,7 +76,7 @@ def make_lab(tmp_path: Path, target: str, workspace: str, language: str | None =
 @pytest.mark.integration
 def test_make_lab_serves_stubbed_copies_and_keeps_the_learners_edit(tmp_path):
     workspace = f"build/test-lab-{os.getpid()}"
-    lessons = sorted(p.name for p in NOTEBOOK_DIR.glob("[0-9][0-9]-*.ipynb"))
+    lessons = [p.name for p in lesson_files()]
     with_exercise = next(
         name for name in lessons if any(is_solution(c) for c in nbformat.read(NOTEBOOK_DIR / name, 4).cells)
     )

@@ -4,12 +4,13 @@ import copy
 import json
 import subprocess
 
+import course
 import pytest
 
 import notebook_rules as rules
 
 # A full lesson: quoted outputs, figures with captions, errata, a reading box and two exercises.
-GOOD = json.loads((rules.NOTEBOOK_DIR / "03-scatter.ipynb").read_text(encoding="utf-8"))
+GOOD = json.loads((course.NOTEBOOK_DIR / "03-scatter.ipynb").read_text(encoding="utf-8"))
 
 
 def md(text: str, lang: str) -> dict:
@@ -21,7 +22,7 @@ def first(nb: dict, predicate) -> dict:
 
 
 def first_code_with_output(nb: dict) -> dict:
-    return first(nb, lambda c: c["cell_type"] == "code" and c.get("outputs") and not rules.tags(c))
+    return first(nb, lambda c: c["cell_type"] == "code" and c.get("outputs") and not course.tags(c))
 
 
 def set_kernel(nb):
@@ -87,7 +88,7 @@ def path_in_output(nb):
 
 
 def path_in_traceback(nb):
-    cell = first(nb, lambda c: "solution" in rules.tags(c))
+    cell = first(nb, lambda c: "solution" in course.tags(c))
     frame = "File \x1b[0;32m/home/ada/.venv/lib/python3.11/site-packages/torch/nn/functional.py:3555\x1b[0m"
     error = {"output_type": "error", "ename": "ValueError", "evalue": "x", "traceback": ["Cell In[3]", frame]}
     cell["metadata"]["tags"].append("raises-exception")
@@ -109,20 +110,20 @@ def ignored_without_reason(nb):
 
 def nbval_comment_marker(nb):
     cell = first_code_with_output(nb)
-    cell["source"] = "# NBVAL_IGNORE_OUTPUT\n" + rules.source(cell)
+    cell["source"] = "# NBVAL_IGNORE_OUTPUT\n" + course.source(cell)
 
 
 def stated_output_differs(nb):
-    cell = first(nb, lambda c: "```output:" in rules.source(c))
-    fence = rules.OUTPUT_FENCE.search(rules.source(cell))
+    cell = first(nb, lambda c: "```output:" in course.source(c))
+    fence = rules.OUTPUT_FENCE.search(course.source(cell))
     quoted = fence.group(2)
-    cell["source"] = rules.source(cell).replace(quoted, quoted.replace("\n", " (changed)\n", 1), 1)
+    cell["source"] = course.source(cell).replace(quoted, quoted.replace("\n", " (changed)\n", 1), 1)
 
 
 def whole_output_quoted(nb):
-    cell = first(nb, lambda c: "```output:" in rules.source(c) and "lang-en" in rules.tags(c))
-    name = rules.OUTPUT_FENCE.search(rules.source(cell)).group(1)
-    stored = first(nb, lambda c: f"output:{name}" in rules.tags(c))
+    cell = first(nb, lambda c: "```output:" in course.source(c) and "lang-en" in course.tags(c))
+    name = rules.OUTPUT_FENCE.search(course.source(cell)).group(1)
+    stored = first(nb, lambda c: f"output:{name}" in course.tags(c))
     whole = "\n".join(f"line {i}" for i in range(3))
     stored["outputs"] = [{"output_type": "stream", "name": "stdout", "text": whole + "\n"}]
     cell["source"] = f"```output:{name}\n{whole}\n```"
@@ -136,7 +137,7 @@ def long_error(nb):
 
 
 def exercise_without_prompt(nb):
-    first(nb, lambda c: "solution" in rules.tags(c))["metadata"].pop("exercise")
+    first(nb, lambda c: "solution" in course.tags(c))["metadata"].pop("exercise")
 
 
 def figure_without_caption(nb):
@@ -193,8 +194,8 @@ def chinese_line_break_in_list_item(nb):
 
 
 def note_title_in_corner_brackets(nb):
-    cell = first(nb, lambda c: "lang-zh" in rules.tags(c) and "《pytorch 函数理解》" in rules.source(c))
-    cell["source"] = rules.source(cell).replace("《pytorch 函数理解》", "「pytorch 函数理解」", 1)
+    cell = first(nb, lambda c: "lang-zh" in course.tags(c) and "《pytorch 函数理解》" in course.source(c))
+    cell["source"] = course.source(cell).replace("《pytorch 函数理解》", "「pytorch 函数理解」", 1)
 
 
 def note_title_in_quotation_marks(nb):
@@ -206,7 +207,7 @@ def note_title_bare(nb):
 
 
 def note_title_in_exercise_prompt(nb):
-    first(nb, lambda c: "solution" in rules.tags(c))["metadata"]["exercise"]["zh"] += "（见「Pytorch Note」）"
+    first(nb, lambda c: "solution" in course.tags(c))["metadata"]["exercise"]["zh"] += "（见「Pytorch Note」）"
 
 
 def glossary_variant(nb):
@@ -226,19 +227,19 @@ def errata_without_note(nb):
 
 
 def stated_output_missing_in_chinese(nb):
-    cell = first(nb, lambda c: "```output:" in rules.source(c) and "lang-zh" in rules.tags(c))
+    cell = first(nb, lambda c: "```output:" in course.source(c) and "lang-zh" in course.tags(c))
     cell["source"] = "只剩下中文说明，没有输出。"
 
 
 def no_solution(nb):
     for cell in nb["cells"]:
-        if "solution" in rules.tags(cell):
+        if "solution" in course.tags(cell):
             cell["metadata"]["tags"] = []
 
 
 def failing_self_check(nb):
     cells = rules.code_cells(nb)
-    solution = next(i for i, c in enumerate(cells) if "solution" in rules.tags(c))
+    solution = next(i for i, c in enumerate(cells) if "solution" in course.tags(c))
     cells[solution + 1]["outputs"] = [{"output_type": "stream", "name": "stdout", "text": "hint: reseed\n"}]
 
 
@@ -256,27 +257,29 @@ def errata_without_chinese_heading(nb):
 
 def glossary_term_dropped(nb):
     for cell in nb["cells"]:
-        if "lang-zh" in rules.tags(cell):
-            cell["source"] = rules.source(cell).replace("张量", "tensor")
+        if "lang-zh" in course.tags(cell):
+            cell["source"] = course.source(cell).replace("张量", "tensor")
 
 
 def lesson_named_without_link(nb):
-    first(nb, lambda c: "lang-en" in rules.tags(c) and "## " in rules.source(c))["source"] += "\n\nAs lesson 04 shows."
+    section = first(nb, lambda c: "lang-en" in course.tags(c) and "## " in course.source(c))
+    section["source"] += "\n\nAs lesson 04 shows."
 
 
 def link_to_missing_lesson(nb):
-    first(nb, lambda c: "lang-en" in rules.tags(c) and "## " in rules.source(c))["source"] += "\n\n[a](99-gone.ipynb)."
+    section = first(nb, lambda c: "lang-en" in course.tags(c) and "## " in course.source(c))
+    section["source"] += "\n\n[a](99-gone.ipynb)."
 
 
 def link_names_another_lesson(nb):
-    first(nb, lambda c: "lang-en" in rules.tags(c) and "## " in rules.source(c))["source"] += (
+    first(nb, lambda c: "lang-en" in course.tags(c) and "## " in course.source(c))["source"] += (
         "\n\n[lesson 04](05-conv2d.ipynb)."
     )
 
 
 def chinese_link_to_english_heading(nb):
     """The Chinese-only copy drops English cells, so a Chinese link to an English heading goes nowhere."""
-    first(nb, lambda c: "lang-zh" in rules.tags(c) and "## " in rules.source(c))["source"] += (
+    first(nb, lambda c: "lang-zh" in course.tags(c) and "## " in course.source(c))["source"] += (
         "\n\n见[第 09 课](09-adam.ipynb#Frozen-parameters-and-the-optimizer)。"
     )
 
@@ -378,10 +381,10 @@ def test_glossary_loads_terms_from_the_table_only():
 
 def test_a_link_to_a_heading_of_the_cells_language_resolves():
     nb = copy.deepcopy(GOOD)
-    first(nb, lambda c: "lang-zh" in rules.tags(c) and "## " in rules.source(c))["source"] += (
+    first(nb, lambda c: "lang-zh" in course.tags(c) and "## " in course.source(c))["source"] += (
         "\n\n见[第 09 课](09-adam.ipynb#冻结的参数与优化器)。"
     )
-    first(nb, lambda c: "lang-en" in rules.tags(c) and "## " in rules.source(c))["source"] += (
+    first(nb, lambda c: "lang-en" in course.tags(c) and "## " in course.source(c))["source"] += (
         "\n\nSee [lesson 09](09-adam.ipynb#Frozen-parameters-and-the-optimizer)."
     )
     assert rules.rule_references_resolve(nb) == []
@@ -403,7 +406,7 @@ OLD_SOFT_BREAKS = {
 
 
 def git(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(["git", "-C", str(rules.ROOT), *args], capture_output=True, text=True, encoding="utf-8")
+    return subprocess.run(["git", "-C", str(course.ROOT), *args], capture_output=True, text=True, encoding="utf-8")
 
 
 @pytest.mark.parametrize("lesson", OLD_SOFT_BREAKS)
@@ -415,8 +418,8 @@ def test_the_paragraph_rule_catches_each_gap_issue_24_listed(lesson):
     old = json.loads(git("show", f"{OLD_COMMIT}:{path}").stdout)
     flagged = {int(p.split(":")[0].removeprefix("cell ")) for p in rules.rule_chinese_paragraphs_on_one_line(old)}
     for index in OLD_SOFT_BREAKS[lesson]:
-        assert "lang-zh" in rules.tags(old["cells"][index])
-        assert index in flagged, f"{path} cell {index}: {rules.source(old['cells'][index])[:200]!r}"
+        assert "lang-zh" in course.tags(old["cells"][index])
+        assert index in flagged, f"{path} cell {index}: {course.source(old['cells'][index])[:200]!r}"
 
 
 CORRECT_CHINESE = """## 一节：标题后面直接是正文
@@ -470,7 +473,7 @@ def test_the_glossary_keeps_each_chinese_paragraph_on_one_line():
 
 def test_the_note_titles_are_the_titles_of_the_notes():
     """Each title the rules know opens one of the notes (seeds/NNN_*.txt: the title is among the first lines)."""
-    seeds = sorted((rules.ROOT.parent / "shared" / "seeds").glob("*.txt"))
+    seeds = sorted((course.ROOT.parent / "shared" / "seeds").glob("*.txt"))
     if not seeds:
         pytest.skip("the study notes (../shared/seeds) are not next to this clone")
     openings = [

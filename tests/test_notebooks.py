@@ -3,10 +3,11 @@
 import json
 
 import pytest
+from course import NOTEBOOK_DIR, lesson_files
 
-from notebook_rules import NOTEBOOK_DIR, RULES
+from notebook_rules import RULES
 
-NOTEBOOKS = sorted(NOTEBOOK_DIR.glob("[0-9][0-9]-*.ipynb"))
+NOTEBOOKS = lesson_files()
 
 
 def test_lessons_are_numbered_from_00_without_gaps():

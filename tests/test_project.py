@@ -3,10 +3,8 @@
 import re
 import tomllib
 
-from course import Course, Env, settings
+from course import ROOT, Course, Env, lesson_files, settings
 from packaging.requirements import Requirement
-
-from notebook_rules import NOTEBOOK_DIR, ROOT
 
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
 CONDA_TO_PIP = {"pytorch": "torch"}
@@ -79,7 +77,7 @@ def test_readme_opens_with_the_two_commands():
 
 def test_readme_lists_every_lesson():
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    for path in sorted(NOTEBOOK_DIR.glob("[0-9][0-9]-*.ipynb")):
+    for path in lesson_files():
         assert f"notebooks/{path.name}" in readme, f"README does not list {path.name}"
 
 

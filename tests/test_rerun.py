@@ -7,8 +7,7 @@ import sys
 
 import nbformat
 import pytest
-
-from notebook_rules import ROOT
+from course import ROOT
 
 SAFE = "log = []\nlog.append(1)\nprint(len(log))"  # the cell rebuilds what it reads
 STATEFUL = "log = globals().get('log', [])\nlog.append(1)\nprint(len(log))"  # a second Run All prints 2

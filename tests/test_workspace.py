@@ -4,6 +4,7 @@ import json
 
 import nbformat
 import pytest
+from course import CJK, lesson_files
 
 import workspace as ws
 from lesson_copies import (
@@ -18,9 +19,8 @@ from lesson_copies import (
     one_language,
     stub_source,
 )
-from notebook_rules import CJK, NOTEBOOK_DIR
 
-LESSONS = sorted(NOTEBOOK_DIR.glob("[0-9][0-9]-*.ipynb"))
+LESSONS = lesson_files()
 
 
 def markdown(source: str, *tags: str) -> nbformat.NotebookNode:

@@ -7,11 +7,11 @@ import sys
 
 import nbformat
 import pytest
+from course import ROOT, lesson_files
 
 import zh_sync
-from notebook_rules import NOTEBOOK_DIR, ROOT
 
-NOTEBOOKS = sorted(NOTEBOOK_DIR.glob("[0-9][0-9]-*.ipynb"))
+NOTEBOOKS = lesson_files()
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda path: path.stem)

@@ -16,6 +16,7 @@ from datetime import datetime
 from pathlib import Path
 
 import nbformat
+from course import lesson_files
 from nbclient import NotebookClient
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -94,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("notebooks", nargs="*", type=Path)
     args = parser.parse_args(argv)
-    paths = args.notebooks or sorted((ROOT / "notebooks").glob("[0-9][0-9]-*.ipynb"))
+    paths = args.notebooks or lesson_files()
     print(f"OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', '(unset)')}, {os.cpu_count()} CPUs")
     print(f"{'notebook':<34}{'wall s':>8}{'floor s':>9}{'above s':>9}{'slowest cell':>14}{'peak MiB':>10}")
     timings = []

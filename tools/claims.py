@@ -19,7 +19,9 @@ from pathlib import Path
 from typing import NamedTuple
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-from notebook_rules import NOTEBOOK_DIR, prose, source, tags  # noqa: E402
+from course import NOTEBOOK_DIR, lesson_files, source, tags  # noqa: E402
+
+from notebook_rules import prose  # noqa: E402
 
 ABSOLUTE = {
     "lang-en": re.compile(
@@ -79,7 +81,7 @@ def lesson_claims(stem: str, nb: dict, provers: set[str]) -> tuple[list[Claim], 
 
 def course_claims(folder: Path = NOTEBOOK_DIR) -> tuple[list[Claim], list[str]]:
     """Every absolute sentence of the course, and every problem of the proofs."""
-    notebooks = {p.stem: json.loads(p.read_text(encoding="utf-8")) for p in sorted(folder.glob("[0-9][0-9]-*.ipynb"))}
+    notebooks = {p.stem: json.loads(p.read_text(encoding="utf-8")) for p in lesson_files(folder)}
     provers = code_cell_ids(notebooks)
     claims, problems = [], []
     for stem, nb in notebooks.items():

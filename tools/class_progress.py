@@ -68,7 +68,6 @@ COLOURS = {
 }
 OOM_WORDS = ("can't allocate memory", "not enough memory", "std::bad_alloc", "DefaultCPUAllocator", "Cannot allocate")
 SUSPICIOUS = re.compile(r"\b(companion|sys\.modules|builtins|__builtins__|os\.write|gc\.|inspect\.|ctypes|settrace)\b")
-ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
 @dataclass
@@ -104,11 +103,12 @@ class Lesson:
 
 def course_lessons(course: Path, wanted: list[str] | None = None) -> list[Lesson]:
     import nbformat
+    from course import lesson_files
 
     from lesson_copies import check_name, exercises
 
     lessons = []
-    for path in sorted(course.glob("[0-9][0-9]-*.ipynb")):
+    for path in lesson_files(course):
         if wanted and not any(path.name == w or path.name.startswith(f"{w}-") for w in wanted):
             continue
         notebook = nbformat.read(path, as_version=4)
@@ -133,8 +133,9 @@ def judge_lesson(course_path: Path, student_path: Path, result_fd: int, cell_tim
     import importlib
 
     import nbformat
+    from course import ANSI, source
 
-    from lesson_copies import cell_source, check_name, exercises, is_solution, is_unanswered
+    from lesson_copies import check_name, exercises, is_solution, is_unanswered
 
     out = os.fdopen(result_fd, "w", buffering=1)
 
@@ -146,7 +147,7 @@ def judge_lesson(course_path: Path, student_path: Path, result_fd: int, cell_tim
     names = [check_name(course.cells[c]).removeprefix("check_") or "exercise" for _, c in found]
     try:
         mine = nbformat.read(student_path, as_version=4)
-        answers = [cell_source(cell) for cell in mine.cells if is_solution(cell)]
+        answers = [source(cell) for cell in mine.cells if is_solution(cell)]
     except Exception as error:  # missing, unreadable (a link to someone else's file), broken JSON
         for name in names:
             emit(name, NOT_ATTEMPTED, f"Your copy of the lesson could not be read / 无法读取你的副本: {error}")
@@ -186,7 +187,7 @@ def judge_lesson(course_path: Path, student_path: Path, result_fd: int, cell_tim
             answer = answers[number]
             if is_unanswered(answer) or not answer.strip():
                 answers[number] = None  # judged "not attempted" at its check
-                run(cell_source(cell))  # the stub: later exercises may import from it
+                run(source(cell))  # the stub: later exercises may import from it
                 continue
             result = run(answer)
             error = result.error_in_exec or result.error_before_exec
@@ -218,7 +219,7 @@ def judge_lesson(course_path: Path, student_path: Path, result_fd: int, cell_tim
             for module in [m for m in sys.modules if m == "companion" or m.startswith("companion.")]:
                 del sys.modules[module]
             importlib.invalidate_caches()
-            result = run(cell_source(cell))
+            result = run(source(cell))
             error = result.error_in_exec or result.error_before_exec
             if error is None:
                 emit(name, PASSED, "", review)
@@ -240,7 +241,7 @@ def judge_lesson(course_path: Path, student_path: Path, result_fd: int, cell_tim
                     review,
                 )
             continue
-        run(cell_source(cell))
+        run(source(cell))
     return 0
 
 

@@ -13,9 +13,9 @@ from NAME=value arguments, else from the environment, else from the defaults `he
 
 from __future__ import annotations  # the version check below must run on an old Python, not fail to parse
 
-import glob
 import os
 import platform
+import re
 import shlex
 import shutil
 import signal
@@ -33,6 +33,40 @@ CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 VENV, MATRIX_VENV = ".venv", ".venv-matrix"
 IS_WINDOWS = os.name == "nt"
 SYSTEM = platform.system()  # "Linux", "Darwin", "Windows"
+
+# --- The course model: what every tool and test means by a lesson, a cell's text and tags --------------------------
+# The lessons never import it; the tools and the tests do (PASS_MARK, the self-check's pass line, and free_port live
+# in companion, which the lessons use).
+NOTEBOOK_DIR = ROOT / "notebooks"
+COURSE_MAP = NOTEBOOK_DIR / "course.toml"
+CHINESE_CHARACTERS = "\u3400-\u9fff\uf900-\ufaff"
+CJK = re.compile(f"[{CHINESE_CHARACTERS}]")  # text holds Chinese (full-width punctuation alone may be quoted code)
+CJK_RANGES = CHINESE_CHARACTERS + "\u3000-\u303f\uff00-\uffef"  # and the full-width punctuation of Chinese text
+ANSI = re.compile(r"\x1b\[[0-9;]*m")  # a terminal colour code, as stored tracebacks hold them
+CHECK_CALL = re.compile(r"\b(check_\w+)\s*\(")  # a self-check cell calls its checker: exercise -> checker
+
+
+def lesson_files(folder: Path = NOTEBOOK_DIR) -> list[Path]:
+    """The lesson notebooks in `folder` (the course's, a learner's workspace, a test's copy), in the course's order."""
+    return sorted(folder.glob("[0-9][0-9]-*.ipynb"))
+
+
+def course_map() -> list[dict]:
+    """notebooks/course.toml's lessons: number, file, title, title_zh, requires, introduces, objectives."""
+    import tomllib  # here, not at the top: this file must start (and say which Python it needs) on an old Python
+
+    return tomllib.loads(COURSE_MAP.read_text(encoding="utf-8"))["lesson"]
+
+
+def source(cell: dict) -> str:
+    """A cell's source as one string (nbformat allows a list of lines)."""
+    text = cell.get("source", "")
+    return "".join(text) if isinstance(text, list) else text
+
+
+def tags(cell: dict) -> set[str]:
+    """A cell's tags."""
+    return set(cell.get("metadata", {}).get("tags", []))
 
 
 @dataclass(frozen=True)
@@ -295,10 +329,7 @@ class Course:
         return args + ["--command", invoked]
 
     def notebooks(self) -> list[str]:
-        return self.split("NB") or sorted(
-            Path(p).relative_to(self.root).as_posix()
-            for p in glob.glob(str(self.root / "notebooks" / "[0-9][0-9]-*.ipynb"))
-        )
+        return self.split("NB") or [p.relative_to(self.root).as_posix() for p in lesson_files(self.root / "notebooks")]
 
     # --- targets -------------------------------------------------------------------------------------------------
     def target_venv(self) -> list[Step]:
@@ -445,7 +476,7 @@ class Course:
 
     def target_clean(self) -> list[Step]:
         def clean() -> None:
-            for name in [VENV, MATRIX_VENV, "build", "handout", *glob.glob("*.egg-info", root_dir=self.root)]:
+            for name in [VENV, MATRIX_VENV, "build", "handout", *(p.name for p in self.root.glob("*.egg-info"))]:
                 shutil.rmtree(self.root / name, ignore_errors=True)
 
         return [Step(action=clean, describe="remove .venv .venv-matrix build handout *.egg-info")]

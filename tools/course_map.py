@@ -11,29 +11,17 @@ import argparse
 import json
 import math
 import re
-import tomllib
 from pathlib import Path
 
 import nbformat
+from course import COURSE_MAP, NOTEBOOK_DIR, course_map, source
 
 import zh_sync
 
 ROOT = Path(__file__).resolve().parent.parent
-NOTEBOOKS = ROOT / "notebooks"
-MAP = NOTEBOOKS / "course.toml"
 README = ROOT / "README.md"
 README_START, README_END = "<!-- course-map: start -->", "<!-- course-map: end -->"
 WORDS_PER_MINUTE, MINUTES_PER_CELL, MINUTES_PER_EXERCISE = 150, 0.5, 10
-
-
-def load_map(path: Path = MAP) -> list[dict]:
-    """The [[lesson]] tables of course.toml, in order."""
-    return tomllib.loads(path.read_text(encoding="utf-8"))["lesson"]
-
-
-def source(cell: dict) -> str:
-    """A cell's source as one string."""
-    return "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
 
 
 def estimate_minutes(notebook: dict) -> int:
@@ -48,7 +36,7 @@ def estimate_minutes(notebook: dict) -> int:
 
 def objectives_box(lesson: dict) -> tuple[str, str]:
     """The (English, Chinese) markdown of a lesson's opening box; each lesson it needs is a link to it."""
-    files = {entry["number"]: entry["file"] for entry in load_map()}
+    files = {entry["number"]: entry["file"] for entry in course_map()}
     needs = ", ".join(f"[lesson {n}]({files[n]})" for n in lesson["requires"])
     needs_zh = "、".join(f"[第 {n} 课]({files[n]})" for n in lesson["requires"])
     english = f"**In this lesson** (about {lesson['minutes']} minutes; before it: {needs})\n\n"
@@ -158,17 +146,17 @@ def readme_map(lessons: list[dict]) -> str:
 
 def write_all() -> None:
     """Refresh minutes in course.toml, every lesson's box, and the README map."""
-    text = MAP.read_text(encoding="utf-8")
-    for lesson in load_map():
-        path = NOTEBOOKS / lesson["file"]
+    text = COURSE_MAP.read_text(encoding="utf-8")
+    for lesson in course_map():
+        path = NOTEBOOK_DIR / lesson["file"]
         notebook = json.loads(path.read_text(encoding="utf-8"))
         minutes = estimate_minutes(notebook)
         block = re.compile(rf'(number = "{lesson["number"]}"\n(?:.*\n)*?minutes = )\d+')
         text = block.sub(lambda m, minutes=minutes: f"{m.group(1)}{minutes}", text, count=1)
-    MAP.write_text(text, encoding="utf-8")
-    lessons = load_map()
+    COURSE_MAP.write_text(text, encoding="utf-8")
+    lessons = course_map()
     for lesson in lessons:
-        write_box(NOTEBOOKS / lesson["file"], lesson)
+        write_box(NOTEBOOK_DIR / lesson["file"], lesson)
     readme = README.read_text(encoding="utf-8")
     start, end = readme.index(README_START) + len(README_START), readme.index(README_END)
     README.write_text(readme[:start] + "\n" + readme_map(lessons) + "\n" + readme[end:], encoding="utf-8")

@@ -14,7 +14,9 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-from notebook_rules import ANSI, OUTPUT_FENCE, cell_text, code_cells, source, tags  # noqa: E402
+from course import ANSI, lesson_files, source, tags  # noqa: E402
+
+from notebook_rules import OUTPUT_FENCE, cell_text, code_cells  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from claims import code_cell_ids, lesson_claims  # noqa: E402
@@ -25,7 +27,7 @@ ROOT = Path(__file__).resolve().parent.parent
 def notebooks(rev: str | None) -> dict[str, dict]:
     """Lesson stem -> notebook JSON."""
     if rev is None:
-        paths = sorted((ROOT / "notebooks").glob("[0-9][0-9]-*.ipynb"))
+        paths = lesson_files()
         return {p.stem: json.loads(p.read_text(encoding="utf-8")) for p in paths}
     names = subprocess.run(
         ["git", "ls-tree", "--name-only", rev, "notebooks/"], cwd=ROOT, capture_output=True, text=True, check=True

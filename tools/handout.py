@@ -31,6 +31,7 @@ from pathlib import Path
 import jupyter_server_mathjax
 import nbformat
 import torch
+from course import CHECK_CALL, CJK_RANGES, course_map, lesson_files, source
 from nbconvert import HTMLExporter
 from nbconvert.exporters.templateexporter import TemplateExporter
 from nbconvert.filters.highlight import Highlight2HTML
@@ -102,9 +103,8 @@ CHROMIUM_ARGS = [
     "--no-first-run",
 ]
 # A line break in the source between two Chinese characters, or after Chinese punctuation, is not a space in print.
-CJK = r"\u3000-\u303f\u3400-\u9fff\uf900-\ufaff\uff00-\uffef"
 CJK_PUNCTUATION = r"\u3000-\u303f\uff00-\uffef"
-LINE_AFTER_CJK = re.compile(rf"(?<=[{CJK}])\n[ \t]*(?![-*+>#|\d\s])(?=(.))")
+LINE_AFTER_CJK = re.compile(rf"(?<=[{CJK_RANGES}])\n[ \t]*(?![-*+>#|\d\s])(?=(.))")
 
 
 LONG_INPUT = 25  # lines of code: over a third of an A4 page, which waiting for the next page could waste
@@ -144,7 +144,7 @@ def join_chinese_lines(text: str) -> str:
     built here from the checkers' strings; the lessons' own Chinese cells are kept on one line by the notebook rules."""
     parts = re.split(r"(```.*?```)", text, flags=re.S)
     for i in range(0, len(parts), 2):
-        parts[i] = LINE_AFTER_CJK.sub(lambda m: "" if re.match(f"[{CJK}]", m.group(1)) else " ", parts[i])
+        parts[i] = LINE_AFTER_CJK.sub(lambda m: "" if re.match(f"[{CJK_RANGES}]", m.group(1)) else " ", parts[i])
         parts[i] = re.sub(rf"(?<=[{CJK_PUNCTUATION}]) (?=\S)", "", parts[i])
     return "".join(parts)
 
@@ -193,12 +193,12 @@ def edition_notebook(notebook: nbformat.NotebookNode, edition: Edition, number: 
 
 
 def lesson_title(notebook: nbformat.NotebookNode, language: str) -> str:
-    """The lesson's title in one language ('bilingual' gives 'English / 中文'), without markdown marks; works on
-    the source and on one-language copies (where the Chinese title is the heading)."""
-    firsts = [c.source.splitlines()[0] if c.source else "" for c in notebook.cells[:3]]
-    english = next((f.lstrip("# ").strip() for f in firsts if re.match(r"^# \d\d · ", f)), "")
-    chinese = next((f.strip("*# ").strip() for f in firsts if re.match(r"^(\*\*|# )第 \d\d 课 · ", f)), "")
-    chinese = re.sub(r"^第 (\d\d) 课 · ", r"\1 · ", chinese)
+    """The lesson's title in one language ('bilingual' gives 'English / 中文'), as notebooks/course.toml gives it,
+    for the lesson whose number the notebook's first lines carry (the source, or a one-language copy)."""
+    firsts = "\n".join(c.source.splitlines()[0] if c.source else "" for c in notebook.cells[:3])
+    number = re.search(r"^(?:# |\*\*第 |# 第 )(\d\d)", firsts, re.M).group(1)
+    lesson = next(entry for entry in course_map() if entry["number"] == number)
+    english, chinese = f"{number} · {lesson['title']}", f"{number} · {lesson['title_zh']}"
     return {"en": english, "zh": chinese, "bilingual": f"{english} / {chinese}"}[language]
 
 
@@ -327,7 +327,7 @@ def answer_key_cells(lessons: list[tuple[str, nbformat.NotebookNode]], edition: 
     cells = [markdown_cell(f'<h1 id="answer-key">{word(edition, "key")}</h1>', "lesson-key")]
     for _number, notebook in lessons:
         for solution, check in exercises(notebook):
-            name = re.findall(r"\b(check_\w+)\s*\(", notebook.cells[check].source)[-1]
+            name = CHECK_CALL.findall(notebook.cells[check].source)[-1]
             exercise = tables.get(name)
             lines = [f"## {lesson_title(notebook, 'en' if 'en' in languages else 'zh')} · `{name}`", ""]
             lines += ["```python", notebook.cells[solution].source.strip(), "```", ""]
@@ -617,11 +617,11 @@ def reference_answers(notebook_dir: Path = ROOT / "notebooks") -> dict[str, list
     from lesson_copies import answer_lines
 
     shown_before: dict[str, set[str]] = {}  # checker name -> lines its lesson shows above the exercise
-    for path in sorted(notebook_dir.glob("[0-9][0-9]-*.ipynb")):
+    for path in lesson_files(notebook_dir):
         cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
         for index, cell in enumerate(cells):
             if cell["cell_type"] == "code" and "solution" not in cell.get("metadata", {}).get("tags", []):
-                for name in re.findall(r"\b(check_\w+)\s*\(", "".join(cell["source"])):
+                for name in CHECK_CALL.findall(source(cell)):
                     shown_before.setdefault(name, _shown_lines(cells[:index]))
     answers = {}
     for name, exercise in check_tables().items():
@@ -674,11 +674,7 @@ COMPARED_WITH_PYTORCH = {
 def bundle_leaks(root: Path) -> dict[str, list[str]]:
     """Every answer (a lesson's solution cell, or a function of an answers table) that the folder `root` of a
     student bundle gives away, with the files that hold it; empty when the bundle is clean."""
-    answers = {
-        name: lines
-        for path in sorted((ROOT / "notebooks").glob("[0-9][0-9]-*.ipynb"))
-        for name, lines in lesson_answers(path).items()
-    }
+    answers = {name: lines for path in lesson_files() for name, lines in lesson_answers(path).items()}
     answers |= {name: lines for name, lines in reference_answers().items() if name not in COMPARED_WITH_PYTORCH}
     return answer_leaks(root, answers)
 
@@ -694,7 +690,7 @@ PRINTERS = 2  # editions built side by side, each by its own Chromium: printing,
 
 def build(out_dir: Path, notebook_dir: Path = ROOT / "notebooks", chromium: str | None = None) -> dict:
     """Build every edition of every lesson into `out_dir`; PDFs only when `chromium` is given. Returns a summary."""
-    paths = sorted(notebook_dir.glob("[0-9][0-9]-*.ipynb"))
+    paths = lesson_files(notebook_dir)
     if not paths:
         raise ValueError(f"no lessons (NN-name.ipynb) found in {notebook_dir}: pass the course's notebooks folder")
     start = time.monotonic()

@@ -10,6 +10,7 @@ import re
 import unicodedata
 
 import nbformat
+from course import CHECK_CALL, source, tags
 
 LANGUAGES = ("en", "zh", "both")
 DROPPED_TAG = {"en": "lang-zh", "zh": "lang-en", "both": None}
@@ -23,11 +24,6 @@ ANSWER_MARK = "your answer / 你的答案"
 # Tagged on the self-check after a stub, so that Run All goes on past an exercise not yet done (JupyterLab and
 # Notebook 7 do not stop at a cell with this tag); the learner sees the stub's NotImplementedError there.
 UNSOLVED_CHECK_TAG = "raises-exception"
-
-
-def tags(cell: dict) -> list[str]:
-    """A cell's tags (a list, possibly empty)."""
-    return list(cell.get("metadata", {}).get("tags", []))
 
 
 def is_solution(cell: dict) -> bool:
@@ -162,14 +158,8 @@ def answer_lines(source: str) -> list[str]:
 
 def stub_cell(cell: dict, language: str = "both") -> None:
     """Replace a solution cell's answer by its stub, in place, and clear its outputs."""
-    cell["source"] = stub_source(cell_source(cell), exercise_text(cell), language)
+    cell["source"] = stub_source(source(cell), exercise_text(cell), language)
     cell["outputs"], cell["execution_count"] = [], None
-
-
-def cell_source(cell: dict) -> str:
-    """A cell's source as one string (nbformat allows a list of lines)."""
-    source = cell.get("source", "")
-    return "".join(source) if isinstance(source, list) else source
 
 
 def self_check_after(cells: list, index: int) -> dict | None:
@@ -190,7 +180,7 @@ def exercises(notebook: dict) -> list[tuple[int, int]]:
 
 def check_name(cell: dict) -> str:
     """The self-check a cell calls, e.g. 'check_one_hot' ('' when it calls none)."""
-    names = re.findall(r"\b(check_\w+)\s*\(", cell_source(cell))
+    names = CHECK_CALL.findall(source(cell))
     return names[-1] if names else ""
 
 
@@ -205,7 +195,7 @@ def stub_solutions(notebook: nbformat.NotebookNode) -> nbformat.NotebookNode:
         checker.outputs, checker.execution_count = [], None
         checker.metadata["tags"] = sorted({*tags(checker), UNSOLVED_CHECK_TAG})
     for index, cell in enumerate(result.cells):  # a solution cell with no self-check after it
-        if is_solution(cell) and ANSWER_MARK not in cell_source(cell):
+        if is_solution(cell) and ANSWER_MARK not in source(cell):
             stub_cell(result.cells[index], language)
     return result
 
@@ -222,9 +212,9 @@ def one_language(notebook: nbformat.NotebookNode, language: str) -> nbformat.Not
     if language == "zh":
         for cell in result.cells:
             if cell.cell_type == "markdown" and "lang-zh" in tags(cell):
-                source = cell_source(cell)
-                if CHINESE_TITLE.match(source):
-                    cell.source = CHINESE_TITLE.sub(r"# \1", source, count=1)
+                text = source(cell)
+                if CHINESE_TITLE.match(text):
+                    cell.source = CHINESE_TITLE.sub(r"# \1", text, count=1)
                 break  # only the first Chinese cell holds the title
     if language != "both":
         result.metadata["course_language"] = language
@@ -239,4 +229,4 @@ def learner_copy(notebook: nbformat.NotebookNode, language: str = "both") -> nbf
 def edited_text(notebook: dict) -> str:
     """What a learner can change in a lesson, as one string: each cell's type and source. Outputs, execution
     counts and metadata are left out, so running cells or saving unchanged ones does not count as an edit."""
-    return "\n\x00".join(f"{cell.get('cell_type')}\x01{cell_source(cell)}" for cell in notebook.get("cells", []))
+    return "\n\x00".join(f"{cell.get('cell_type')}\x01{source(cell)}" for cell in notebook.get("cells", []))

@@ -11,7 +11,6 @@ Exit status: 0, or with --strict 1 unless every exercise passed (for grading).
 """
 
 import argparse
-import re
 import subprocess
 import sys
 import tempfile
@@ -20,13 +19,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
+from course import ANSI, lesson_files, source
 from nbclient import NotebookClient
 
-from lesson_copies import cell_source, check_name, exercises, is_unanswered
+from companion.exercises import PASS_MARK
+from lesson_copies import check_name, exercises, is_unanswered
 from workspace import DEFAULT_WORKSPACE, ROOT, Workspace
 
-PASS_MARK = "✓ Correct / 正确"
-ANSI = re.compile(r"\x1b\[[0-9;]*m")
 PASSED, WRONG, NOT_ATTEMPTED = "passed", "wrong", "not attempted"
 LABELS = {PASSED: "passed / 通过", WRONG: "wrong / 有误", NOT_ATTEMPTED: "not attempted / 未作答"}
 
@@ -62,7 +61,7 @@ def judge(lesson: str, solution: dict, check: dict, timeout: float) -> Result:
     if (
         error is not None
         and error.get("ename") == "NotImplementedError"
-        or (is_unanswered(cell_source(solution)) and PASS_MARK not in text_of(check))
+        or (is_unanswered(source(solution)) and PASS_MARK not in text_of(check))
     ):
         return Result(lesson, name, NOT_ATTEMPTED)
     if PASS_MARK in text_of(check) and error is None:
@@ -155,7 +154,7 @@ def table(results: list[Result]) -> str:
 def progress(workspace_dir: Path, lessons: list[str] | None = None, timeout: float = 120, echo=print) -> list[Result]:
     """Every exercise's result in the workspace's lessons (all of them, or those whose number or name is given)."""
     workspace = Workspace(workspace_dir)
-    paths = sorted(workspace_dir.glob("[0-9][0-9]-*.ipynb"))
+    paths = lesson_files(workspace_dir)
     if lessons:
         paths = [p for p in paths if any(p.name == x or p.name.startswith(f"{x}-") for x in lessons)]
     results = []

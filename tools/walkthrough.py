@@ -28,7 +28,6 @@ import re
 import secrets
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -40,8 +39,9 @@ from pathlib import Path
 
 import nbformat
 import psutil
+from course import ANSI, lesson_files, tags
 
-from lesson_copies import tags
+from companion.ddp_launch import free_port
 from workspace import ROOT, Workspace, jupyter_command
 
 OUT = ROOT / "build" / "walkthrough"
@@ -50,7 +50,6 @@ FONT_FAMILY = "Course Sans SC"
 UNCHECKED = {"nbval-ignore-output", "nbval-skip"}
 # A leaked warning ("file.py:12: UserWarning: ..."); a lesson may print a caught warning's category and message.
 WARNING_TEXT = re.compile(r":\d+: \w*Warning:")
-ANSI = re.compile(r"\x1b\[[0-9;]*m")
 # Lab settings for the walk only: no news pop-up over the screenshots.
 SETTINGS = {"@jupyterlab/apputils-extension/notification.jupyterlab-settings": {"fetchNews": "false"}}
 
@@ -66,12 +65,6 @@ class Walk:
     code_cells: int = 0
     images: int = 0
     screenshots: list[str] = field(default_factory=list)
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 class Server:
@@ -318,7 +311,7 @@ def check_saved(notebook: nbformat.NotebookNode, walk: Walk, run: int) -> None:
 
 def compare_runs(first: nbformat.NotebookNode, second: nbformat.NotebookNode, walk: Walk) -> None:
     for index, (a, b) in enumerate(zip(first.cells, second.cells, strict=True)):
-        if a.cell_type == "code" and not (UNCHECKED & set(tags(a))):
+        if a.cell_type == "code" and not (UNCHECKED & tags(a)):
             if checked_outputs(a) != checked_outputs(b):
                 walk.problems.append(f"second Run All changed the output of cell {index}: {b.source[:60]!r}")
 
@@ -495,7 +488,7 @@ def main(argv: list[str] | None = None) -> int:
         shutil.rmtree(OUT)
     folder = OUT / "workspace"
     Workspace(folder, args.notebooks).sync("both")  # a fresh learner's workspace, as `make lab` makes it on first run
-    lessons = sorted(folder.glob("[0-9][0-9]-*.ipynb"))
+    lessons = lesson_files(folder)
     if args.lessons:
         lessons = [p for p in lessons if p.name[:2] in args.lessons or p.stem in args.lessons]
     walks: list[Walk] = []
@@ -506,9 +499,7 @@ def main(argv: list[str] | None = None) -> int:
         lab = servers.pop()
         lab.stop()
         left = lab.files_left()
-        chosen = [
-            p for p in sorted(folder.glob("[0-9][0-9]-*.ipynb")) if args.notebook7 and p.name[:2] == args.notebook7
-        ]
+        chosen = [p for p in lesson_files(folder) if args.notebook7 and p.name[:2] == args.notebook7]
         if chosen:
             servers.append(Server("notebook", folder, OUT / "notebook.log"))
             print(f"Notebook 7: {chosen[0].name} ...", flush=True)
@@ -520,7 +511,7 @@ def main(argv: list[str] | None = None) -> int:
         servers.append(Server("lab", chinese, OUT / "lab-zh.log", language="zh"))
         print("JupyterLab in Chinese: the menus ...", flush=True)
         with browser_context() as context:
-            walks.append(look_at_chinese_menus(context, servers[-1], sorted(chinese.glob("00-*.ipynb"))[0]))
+            walks.append(look_at_chinese_menus(context, servers[-1], lesson_files(chinese)[0]))
         servers.pop().stop()
     finally:
         for server in servers:

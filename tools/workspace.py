@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import nbformat
+from course import lesson_files
 
 from lesson_copies import LANGUAGES, edited_text, learner_copy
 
@@ -54,7 +55,7 @@ def digest(text: str) -> str:
 
 def source_files(notebook_dir: Path = NOTEBOOK_DIR) -> list[Path]:
     """The course's lessons and the documents copied beside them."""
-    lessons = sorted(notebook_dir.glob("[0-9][0-9]-*.ipynb"))
+    lessons = lesson_files(notebook_dir)
     return lessons + [notebook_dir / name for name in DOCUMENTS if (notebook_dir / name).exists()]
 
 

@@ -19,6 +19,7 @@ import sys
 from pathlib import Path
 
 import nbformat
+from course import lesson_files
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
@@ -120,6 +121,6 @@ if __name__ == "__main__":
     elif args.accept_all:
         print(f"{accept_all(Path(args.accept_all).resolve())} pair(s) recorded")
     else:
-        stale = report(sorted(NOTEBOOKS.glob("[0-9][0-9]-*.ipynb")))
+        stale = report(lesson_files(NOTEBOOKS))
         print(f"{stale} stale pair(s)")
         sys.exit(1 if stale else 0)
