@@ -1,13 +1,17 @@
-"""Lesson 04: cross-entropy written out step by step, and a picture of the loss of one sample.
+"""Lesson 04: cross-entropy written out step by step, and pictures of the loss of one sample.
 
 The exercise self-checks live apart, in companion/checks/losses.py.
 """
 
+from functools import partial
+
 import matplotlib.pyplot as plt
 import torch
+import torch.nn.functional as F
 from matplotlib.figure import Figure
 
 from companion._validate import require_number, require_tensor
+from companion.plotting import COLUMN_WIDTH
 
 REDUCTIONS = ("none", "sum", "mean")
 INDEX_DTYPES = (torch.int64, torch.uint8)  # class indices F.cross_entropy accepts ("Long or Byte"; Byte for (N, C))
@@ -127,7 +131,7 @@ def _check_cross_entropy_args(logits, target, weight, ignore_index, reduction, l
         )
 
 
-# The picture. Called only with the lesson's own arguments, so these two have no argument checks of their own.
+# The pictures. Called only with the lesson's own arguments, so these have no argument checks of their own.
 
 
 def loss_vs_true_logit(true_logits: torch.Tensor, num_classes: int = 3, label_smoothing: float = 0.0) -> torch.Tensor:
@@ -154,4 +158,41 @@ def plot_loss_vs_true_logit(num_classes: int = 3, smoothings: tuple[float, ...] 
     ax.set_title("Cross-entropy of one sample / 单个样本的交叉熵")
     ax.set_ylim(bottom=0)
     ax.legend()
+    return fig
+
+
+def regression_loss_curves(errors: torch.Tensor, delta: float = 1.0) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
+    """For each error e = prediction - target: the loss of one sample under F.mse_loss, F.l1_loss and
+    F.huber_loss, and its gradient with respect to the prediction (computed by autograd)."""
+    loss_fns = {
+        "F.mse_loss": F.mse_loss,
+        "F.l1_loss": F.l1_loss,
+        f"F.huber_loss, delta={delta:g}": partial(F.huber_loss, delta=delta),
+    }
+    curves = {}
+    for name, loss_fn in loss_fns.items():
+        prediction = errors.detach().clone().requires_grad_()  # with target 0 the prediction is the error
+        loss = loss_fn(prediction, torch.zeros_like(prediction), reduction="none")  # one loss per error: (E,)
+        loss.sum().backward()  # each loss depends on its own prediction only, so .grad holds each one's gradient
+        curves[name] = (loss.detach(), prediction.grad)
+    return curves
+
+
+def plot_regression_losses(delta: float = 1.0, largest_error: float = 3.0) -> Figure:
+    """Plot the three regression losses of one sample against its error, and their gradients, side by side."""
+    errors = torch.linspace(-largest_error, largest_error, 601, dtype=torch.float64)
+    fig, (loss_ax, grad_ax) = plt.subplots(1, 2, figsize=(COLUMN_WIDTH, 3.0), layout="constrained")
+    curves = regression_loss_curves(errors, delta)
+    styles = [("-", 1), ("--", 3), ("-", 2)]  # L1 dashed and on top: beyond delta its gradient lies on Huber's
+    for (name, (loss, grad)), (linestyle, zorder) in zip(curves.items(), styles, strict=True):
+        loss_ax.plot(errors, loss, linestyle, zorder=zorder, label=name)
+        grad_ax.plot(errors, grad, linestyle, zorder=zorder, label=name)
+    for ax in (loss_ax, grad_ax):
+        for edge in (-delta, delta):  # where Huber turns from squared to straight
+            ax.axvline(edge, color="0.6", linestyle=":", linewidth=1)
+        ax.set_xlabel("error = prediction − target / 误差")
+    loss_ax.set_title("loss / 损失", fontsize=10)
+    grad_ax.set_title("gradient d loss / d prediction / 梯度", fontsize=10)
+    loss_ax.set_ylim(bottom=0)
+    loss_ax.legend(fontsize=9)
     return fig

@@ -109,6 +109,8 @@ EXEMPT = {
     "scatter.plot_scatter": "draws the lesson's own example tensors; no learner value reaches it",
     "losses.loss_vs_true_logit": "computes the plotted curve from the lesson's own z values",
     "losses.plot_loss_vs_true_logit": "plot helper called only with the lesson's own arguments",
+    "losses.regression_loss_curves": "computes the plotted curves from the lesson's own errors",
+    "losses.plot_regression_losses": "a plot helper, called only with the lesson's own arguments",
     "optim.digits_mlp": "a model builder the lesson calls with its own seed and width",
     "optim.digits_batches": "cuts the lesson's own data set into batches, with the lesson's own sizes",
     "optim.train": "lesson 08's train_one_epoch, one batch at a time; it checks its own arguments",

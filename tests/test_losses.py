@@ -20,6 +20,8 @@ from companion.losses import (
     log_softmax_reference,
     loss_vs_true_logit,
     plot_loss_vs_true_logit,
+    plot_regression_losses,
+    regression_loss_curves,
 )
 from companion.plotting import COLUMN_WIDTH, use_course_style
 
@@ -251,6 +253,66 @@ def test_plot_draws_one_curve_per_smoothing_and_marks_the_minima():
     ]
     assert [t.get_text() for t in ax.texts] == ["z = 3.33", "z = 2.08"]
     assert "损失" in ax.get_ylabel() and "交叉熵" in ax.get_title()
+    plt.close(fig)
+
+
+def _regression_by_hand(errors: torch.Tensor, delta: float) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
+    """Each regression loss of one sample and its derivative, written from the formulas of lesson 04."""
+    small = errors.abs() <= delta
+    return {
+        "F.mse_loss": (errors**2, 2 * errors),
+        "F.l1_loss": (errors.abs(), errors.sign()),
+        f"F.huber_loss, delta={delta:g}": (
+            torch.where(small, 0.5 * errors**2, delta * (errors.abs() - 0.5 * delta)),
+            errors.clamp(-delta, delta),
+        ),
+    }
+
+
+@pytest.mark.parametrize("delta", [1.0, 0.5, 2.5])
+def test_regression_loss_curves_follow_the_formulas(delta):
+    errors = torch.linspace(-6, 6, 121, dtype=torch.float64)
+    curves = regression_loss_curves(errors, delta)
+    assert list(curves) == list(_regression_by_hand(errors, delta))
+    for name, (want_loss, want_grad) in _regression_by_hand(errors, delta).items():
+        loss, grad = curves[name]
+        torch.testing.assert_close(loss, want_loss)
+        torch.testing.assert_close(grad, want_grad)
+    # and they are PyTorch's own numbers: the mean over the errors is the loss of the whole batch
+    zero = torch.zeros_like(errors)
+    torch.testing.assert_close(curves["F.mse_loss"][0].mean(), F.mse_loss(errors, zero))
+    torch.testing.assert_close(curves["F.l1_loss"][0].mean(), F.l1_loss(errors, zero))
+    huber = curves[f"F.huber_loss, delta={delta:g}"][0].mean()
+    torch.testing.assert_close(huber, torch.nn.HuberLoss(delta=delta)(errors, zero))
+    assert not errors.requires_grad  # the caller's tensor is left alone
+
+
+def test_regression_plot_draws_the_losses_and_their_gradients():
+    use_course_style()
+    fig = plot_regression_losses(delta=1.0, largest_error=3.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a missing Chinese glyph would warn
+        fig.canvas.draw()
+    loss_ax, grad_ax = fig.axes
+    assert fig.get_figwidth() <= COLUMN_WIDTH
+    assert [t.get_text() for t in loss_ax.get_legend().get_texts()] == [
+        "F.mse_loss",
+        "F.l1_loss",
+        "F.huber_loss, delta=1",
+    ]
+    curves = [line for line in loss_ax.get_lines() if line.get_label().startswith("F.")]
+    slopes = [line for line in grad_ax.get_lines() if line.get_label().startswith("F.")]
+    errors = torch.as_tensor(curves[0].get_xdata())
+    assert errors.min() == -3.0 and errors.max() == 3.0
+    for line, slope, (want_loss, want_grad) in zip(
+        curves, slopes, _regression_by_hand(errors, 1.0).values(), strict=True
+    ):
+        torch.testing.assert_close(torch.as_tensor(line.get_ydata()), want_loss)
+        torch.testing.assert_close(torch.as_tensor(slope.get_ydata()), want_grad)
+    # the dotted lines mark where Huber turns from squared to straight: at -delta and delta
+    edges = sorted({line.get_xdata()[0] for ax in fig.axes for line in ax.get_lines() if line.get_linestyle() == ":"})
+    assert edges == [-1.0, 1.0]
+    assert "损失" in loss_ax.get_title() and "梯度" in grad_ax.get_title() and "误差" in loss_ax.get_xlabel()
     plt.close(fig)
 
 
