@@ -1,4 +1,5 @@
-"""Lesson 05: Conv2d in plain Python (stride, padding, dilation, groups), its output size, and the dilation picture.
+"""Lesson 05: Conv2d in plain Python (stride, padding, dilation, groups), its output size, and the lesson's pictures
+(the inputs a dilated kernel reads; the edges a Sobel kernel finds in a digit).
 
 The code the lesson teaches comes first: `conv2d_reference`, then the arithmetic of sizes and receptive fields.
 Argument guards sit below it; the exercise self-checks live in `companion/checks/conv.py`.
@@ -257,7 +258,7 @@ def _check_model_input(model, in_channels) -> None:
         )
 
 
-# The lesson's picture (called only with the lesson's own arguments, so no guards). ----------------------------------
+# The lesson's pictures (called only with the lesson's own arguments, so no guards). ---------------------------------
 
 
 def _sampled_positions(kernel_size: int, dilation: int, centre: int) -> list[int]:
@@ -284,4 +285,37 @@ def plot_dilation(kernel_size: int = 3, dilations: Sequence[int] = (1, 2, 3), in
         ax.set_title(f"dilation={dilation}: span {span}×{span}\n空洞率 {dilation}：覆盖 {span}×{span}", fontsize=10)
     size = f"{kernel_size}×{kernel_size}"
     fig.suptitle(f"{size} kernel, {kernel_size**2} weights / {size} 卷积核，{kernel_size**2} 个权重", fontsize=11)
+    return fig
+
+
+def plot_edge_responses(
+    image: torch.Tensor,
+    kernels: torch.Tensor,
+    titles: Sequence[str] = ("vertical edges / 竖直边缘", "horizontal edges / 水平边缘"),
+    row: int | None = None,
+) -> Figure:
+    """Draw a (1, H, W) image and its response map to each of the (C_out, 1, kH, kW) kernels, side by side.
+
+    The maps are `F.conv2d(image, kernels, padding="same")`, on one colour scale centred on 0: red where the window
+    looks like the kernel (positive), blue where it looks like the kernel with its sign flipped. `row` frames one row
+    of pixels in every panel: the row the lesson prints.
+    """
+    responses = F.conv2d(image, kernels, padding="same")  # (1, H, W) -> (C_out, H, W)
+    limit = float(responses.abs().max())
+    fig, axes = plt.subplots(1, 1 + len(responses), figsize=(COLUMN_WIDTH, 2.9), layout="constrained")
+    axes[0].imshow(image[0].numpy(), cmap="gray_r", vmin=0.0, vmax=1.0)  # ink dark on white paper
+    axes[0].set_title("input / 输入", fontsize=10)
+    for ax, response, title in zip(axes[1:], responses, titles, strict=True):
+        shown = ax.imshow(response.numpy(), cmap="RdBu_r", vmin=-limit, vmax=limit)
+        ax.set_title(title, fontsize=10)
+    fig.colorbar(shown, ax=list(axes[1:]), shrink=0.85, label="response / 响应")
+    width = image.shape[-1]
+    for ax in axes:
+        ax.set_xticks([])
+        ax.set_yticks([])
+        for spine in ax.spines.values():  # a frame on all four sides, so the white paper has an edge
+            spine.set_visible(True)
+            spine.set_edgecolor("0.6")
+        if row is not None:
+            ax.add_patch(plt.Rectangle((-0.5, row - 0.5), width, 1, fill=False, edgecolor="0.2", linestyle="--"))
     return fig

@@ -104,6 +104,7 @@ EXEMPT = {
     "ddp.sampler_table": "tabulates DistributedSampler for the lesson's own small cases",
     "ddp.plot_sampler": "a plot helper, called only with the lesson's own arguments",
     "conv.plot_dilation": "a plot helper, called only with the lesson's own arguments",
+    "conv.plot_edge_responses": "a plot helper, called only with the lesson's own digit and kernels",
     "batchnorm.running_mean_history": "feeds the lesson's own batches to a fresh layer for the plot",
     "batchnorm.plot_running_means": "a plot helper, called only with the lesson's own histories",
     "scatter.plot_scatter": "draws the lesson's own example tensors; no learner value reaches it",

@@ -24,6 +24,7 @@ from companion.conv import (
     measure_receptive_field,
     padding_sides,
     plot_dilation,
+    plot_edge_responses,
     receptive_field,
 )
 from companion.exercises import WrongAnswer
@@ -313,6 +314,49 @@ def test_sampled_positions_and_the_plot_agree():
     renderer = fig.canvas.get_renderer()
     suptitle = fig._suptitle.get_window_extent(renderer)
     assert all(suptitle.y0 >= ax.title.get_window_extent(renderer).y1 - 0.5 for ax in fig.axes)
+    plt.close(fig)
+
+
+SOBEL = torch.tensor(
+    [
+        [[[-1.0, 0.0, 1.0], [-2.0, 0.0, 2.0], [-1.0, 0.0, 1.0]]],
+        [[[-1.0, -2.0, -1.0], [0.0, 0.0, 0.0], [1.0, 2.0, 1.0]]],
+    ]
+)  # (2, 1, 3, 3): right minus left, below minus above
+
+
+def test_the_edge_plot_draws_f_conv2d_and_a_step_lights_up_where_it_steps():
+    step = torch.zeros(1, 8, 8)
+    step[..., 4:] = 1.0  # paper on the left half, ink on the right: one vertical edge between columns 3 and 4
+    use_course_style()
+    fig = plot_edge_responses(step, SOBEL, row=3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a missing Chinese glyph would warn
+        fig.canvas.draw()
+    assert fig.get_size_inches()[0] <= COLUMN_WIDTH
+    panels = [ax for ax in fig.axes if ax.images]
+    assert len(panels) == 3
+    assert torch.equal(torch.as_tensor(panels[0].images[0].get_array()), step[0])
+    shown = [torch.as_tensor(ax.images[0].get_array().data) for ax in panels[1:]]
+    torch.testing.assert_close(torch.stack(shown), F.conv2d(step, SOBEL, padding=1), rtol=0, atol=0)
+    # Worked by hand: the 3 x 3 window straddles the step in columns 3 and 4 only, giving 1 + 2 + 1 = 4 in the
+    # rows away from the border and 2 + 1 = 3 in the top and bottom rows (zero padding); flat areas give 0.
+    vertical, horizontal = shown
+    assert vertical[1:-1, 3:5].eq(4).all() and vertical[[0, -1], 3:5].eq(3).all()
+    assert vertical[:, :3].eq(0).all() and vertical[:, 5:-1].eq(0).all()
+    assert vertical[1:-1, -1].eq(-4).all()  # the zero padding on the right is a step down
+    assert horizontal[1:-1].eq(0).all()  # no horizontal edge inside the image
+    for ax in panels[1:]:
+        low, high = ax.images[0].get_clim()
+        assert low == -high == -4.0  # one scale for both maps, centred on 0
+    assert [ax.get_title() for ax in panels] == [
+        "input / 输入",
+        "vertical edges / 竖直边缘",
+        "horizontal edges / 水平边缘",
+    ]
+    assert all(ax.title.get_fontsize() >= 10 for ax in panels)
+    frames = [p for ax in panels for p in ax.patches if not p.get_fill()]
+    assert len(frames) == 3 and all(p.get_y() == 2.5 and p.get_height() == 1 for p in frames)
     plt.close(fig)
 
 
