@@ -1,17 +1,22 @@
-"""Lesson 07: the data the training lessons use, and the pieces of the lesson that run in DataLoader workers.
+"""Lesson 07: the data the training lessons use, its picture of batching, and the pieces that run in DataLoader workers.
 
 `digits_datasets` is the 1,797 handwritten digits shipped with scikit-learn (nothing to download), split into
-train and test `TensorDataset`s. `NoisyIndices` and `reseed_worker` live here, not in the notebook, because a
-worker started with "spawn" (macOS, Windows; Linux from Python 3.14 uses "forkserver") imports what it runs: a
-class defined in a notebook cannot be found there.
+train and test `TensorDataset`s. `plot_batches` draws how a DataLoader deals an epoch's indices into batches.
+`NoisyIndices`, `reseed_worker` and `NumberStream` live here, not in the notebook, because a worker started with
+"spawn" (macOS, Windows; Linux from Python 3.14 uses "forkserver") imports what it runs: a class defined in a
+notebook cannot be found there.
 """
 
 import importlib.util
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
-from torch.utils.data import Dataset, TensorDataset, get_worker_info
+from torch.utils.data import DataLoader, Dataset, IterableDataset, TensorDataset, get_worker_info
+
+if TYPE_CHECKING:  # matplotlib is imported only when a picture is drawn: DataLoader workers import this module
+    from matplotlib.figure import Figure
 
 
 def digits_datasets(test_fraction: float = 0.25, seed: int = 0) -> tuple[TensorDataset, TensorDataset]:
@@ -47,6 +52,66 @@ def read_sklearn_digits() -> tuple[np.ndarray, np.ndarray]:
     return table[:, :-1].reshape(-1, 8, 8), table[:, -1].astype(np.int64)
 
 
+def batch_table(n: int = 10, batch_size: int = 4, seed: int = 0) -> dict[str, list[list[int]]]:
+    """The batches of indices that DataLoader(range(n), batch_size) gives, one row per case the figure draws.
+
+    The shuffled rows come from one loader with a generator seeded `seed` (its epochs 0 and 1); the drop_last row
+    from a second loader with the same seed, so its epoch 0 is the same order without the short last batch.
+    """
+
+    def loader(**options) -> DataLoader:
+        return DataLoader(range(n), batch_size=batch_size, **options)
+
+    def seeded() -> torch.Generator:
+        return torch.Generator().manual_seed(seed)
+
+    shuffled = loader(shuffle=True, generator=seeded())
+    return {
+        "shuffle=False": [batch.tolist() for batch in loader()],
+        "shuffle=True, epoch 0": [batch.tolist() for batch in shuffled],
+        "shuffle=True, epoch 1": [batch.tolist() for batch in shuffled],
+        "drop_last=True, epoch 0": [
+            batch.tolist() for batch in loader(shuffle=True, generator=seeded(), drop_last=True)
+        ],
+    }
+
+
+def plot_batches(n: int = 10, batch_size: int = 4, seed: int = 0) -> "Figure":
+    """Draw batch_table: each index a box coloured by its batch; the batch that drop_last drops, hatched."""
+    import matplotlib.pyplot as plt
+
+    from companion.plotting import COLUMN_WIDTH
+
+    table = batch_table(n, batch_size, seed)
+    step = batch_size + 0.5  # a gap between batches
+    colours = plt.get_cmap("tab10").colors
+    fig, ax = plt.subplots(figsize=(COLUMN_WIDTH, 0.45 * len(table) + 0.6), layout="constrained")
+    for row, (name, batches) in enumerate(table.items()):
+        if name.startswith("drop_last"):  # the short batch it leaves out: epoch 0's last one
+            batches = [*batches, *table["shuffle=True, epoch 0"][len(batches) :]]
+        for b, batch in enumerate(batches):
+            dropped = name.startswith("drop_last") and b >= len(table[name])
+            style = {"alpha": 0.3, "hatch": "//"} if dropped else {"alpha": 0.75}
+            for j, index in enumerate(batch):
+                x = b * step + j
+                ax.add_patch(plt.Rectangle((x, row), 1, 1, facecolor=colours[b], edgecolor="0.3", **style))
+                ax.text(x + 0.5, row + 0.5, str(index), ha="center", va="center", fontsize=10)
+    batches_per_epoch = -(-n // batch_size)  # ceil(n / batch_size)
+    ax.set_xlim(0, batches_per_epoch * step - 0.5)
+    ax.set_ylim(len(table), 0)
+    ax.set_aspect("equal")  # square boxes
+    ax.set_xticks(
+        [b * step + batch_size / 2 for b in range(batches_per_epoch)], [f"batch {b}" for b in range(batches_per_epoch)]
+    )
+    ax.set_yticks([r + 0.5 for r in range(len(table))], list(table))
+    ax.xaxis.tick_top()
+    ax.tick_params(length=0)
+    for spine in ax.spines.values():
+        spine.set_visible(False)
+    ax.set_xlabel("hatched: left out by drop_last=True / 斜线格：drop_last=True 丢掉的样本")
+    return fig
+
+
 class NoisyIndices(Dataset):
     """Sample i is (i, a draw from torch's global generator, a draw from a NumPy generator this dataset holds).
 
@@ -78,6 +143,26 @@ def reseed_worker(worker_id: int) -> None:
     info.dataset.rng = np.random.default_rng(info.seed)
 
 
+class NumberStream(IterableDataset):
+    """The numbers 0, 1, ..., stop - 1 as a stream, standing in for records read one after another from a file.
+
+    An IterableDataset has __iter__ only: no length, no indices. A DataLoader with workers iterates a copy of it in
+    each worker: with take_share=False every worker yields the whole stream; with take_share=True each asks
+    get_worker_info() which worker it is and yields its share.
+    """
+
+    def __init__(self, stop: int, take_share: bool = True) -> None:
+        self.stop = _check_length(stop, "stop")
+        self.take_share = _check_bool(take_share, "take_share")
+
+    def __iter__(self):
+        numbers = range(self.stop)
+        info = get_worker_info()  # None in the main process
+        if self.take_share and info is not None:
+            numbers = numbers[info.id :: info.num_workers]  # worker k: k, k + num_workers, k + 2 * num_workers, ...
+        yield from numbers
+
+
 # Argument guards.
 
 
@@ -92,7 +177,13 @@ def _check_split(test_fraction, seed) -> None:
         raise ValueError(f"test_fraction must be between 0 and 1 (e.g. 0.25), not {test_fraction}")
 
 
-def _check_length(length) -> int:
+def _check_length(length, name: str = "length") -> int:
     if isinstance(length, bool) or not isinstance(length, int) or length < 1:
-        raise ValueError(f"length must be a positive int such as 8, not {length!r}")
+        raise ValueError(f"{name} must be a positive int such as 8, not {length!r}")
     return length
+
+
+def _check_bool(value, name: str) -> bool:
+    if not isinstance(value, bool):
+        raise TypeError(f"{name} must be True or False, not {value!r}")
+    return value

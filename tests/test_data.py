@@ -1,8 +1,10 @@
 """companion.data: the digits split is real, complete, disjoint, repeatable and leaves the global RNG alone; the
-lesson's worker pieces behave as lesson 07 says; the collate_fn check rejects the typical mistakes."""
+batching figure draws what DataLoader deals; the lesson's worker pieces and stream behave as lesson 07 says; the
+collate_fn check rejects the typical mistakes."""
 
 import re
 
+import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 import torch
@@ -11,8 +13,17 @@ from torch.utils.data import DataLoader
 import companion.data
 from companion.checks.answers.data import EXERCISES
 from companion.checks.data import check_pad_collate
-from companion.data import NoisyIndices, digits_datasets, read_sklearn_digits, reseed_worker
+from companion.data import (
+    NoisyIndices,
+    NumberStream,
+    batch_table,
+    digits_datasets,
+    plot_batches,
+    read_sklearn_digits,
+    reseed_worker,
+)
 from companion.exercises import WrongAnswer
+from companion.plotting import use_course_style
 
 
 def test_digits_are_scaled_images_with_labels():
@@ -194,3 +205,83 @@ def test_check_pad_collate_accepts_a_list_and_leaves_the_global_generator_alone(
     check_pad_collate(lambda samples: list(EXERCISES[0].reference(samples)))
     assert capsys.readouterr().out.startswith("✓ Correct / 正确: ")
     assert torch.equal(torch.random.get_rng_state(), state)
+
+
+# The lesson's picture of batching: plot_batches draws what DataLoader really deals
+
+
+def test_batch_table_is_what_the_data_loader_gives():
+    table = batch_table(n=10, batch_size=4, seed=0)
+    assert table["shuffle=False"] == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9]]
+    loader = DataLoader(range(10), batch_size=4, shuffle=True, generator=torch.Generator().manual_seed(0))
+    assert [table["shuffle=True, epoch 0"], table["shuffle=True, epoch 1"]] == [
+        [batch.tolist() for batch in loader] for _ in range(2)
+    ]
+    for epoch in ("shuffle=True, epoch 0", "shuffle=True, epoch 1"):
+        assert sorted(i for batch in table[epoch] for i in batch) == list(range(10))  # each index once an epoch
+        assert [len(batch) for batch in table[epoch]] == [4, 4, 2]
+    assert table["shuffle=True, epoch 0"] != table["shuffle=True, epoch 1"]
+    assert table["drop_last=True, epoch 0"] == table["shuffle=True, epoch 0"][:2]  # the same order, short batch gone
+
+
+def test_plot_batches_draws_each_index_and_hatches_exactly_the_dropped_batch():
+    use_course_style()
+    table = batch_table(n=10, batch_size=4, seed=0)
+    fig = plot_batches(n=10, batch_size=4, seed=0)
+    try:
+        (ax,) = fig.axes
+        assert fig.get_figwidth() <= 7.0
+        assert len(ax.patches) == 4 * 10
+        hatched = [t.get_text() for cell, t in zip(ax.patches, ax.texts, strict=True) if cell.get_hatch() == "//"]
+        assert hatched == [str(i) for i in table["shuffle=True, epoch 0"][-1]]  # the short batch drop_last leaves out
+        rows = [[int(t.get_text()) for t in ax.texts[10 * r : 10 * (r + 1)]] for r in range(4)]
+        assert rows[:3] == [[i for batch in table[name] for i in batch] for name in list(table)[:3]]
+        assert rows[3] == rows[1]  # drop_last does not change the order
+        assert [t.get_text() for t in ax.get_yticklabels()] == list(table)
+        assert min(t.get_fontsize() for t in ax.texts) >= 10
+    finally:
+        plt.close(fig)
+
+
+# The lesson's stream: NumberStream with and without taking each worker's share
+
+
+def stream_batches(take_share: bool, num_workers: int) -> list[list[int]]:
+    loader = DataLoader(NumberStream(6, take_share=take_share), batch_size=2, num_workers=num_workers)
+    return [batch.tolist() for batch in loader]
+
+
+def test_number_stream_is_iterable_only():
+    stream = NumberStream(6)
+    assert list(stream) == list(range(6))
+    with pytest.raises(TypeError):
+        len(stream)
+    with pytest.raises(NotImplementedError):
+        stream[0]
+    with pytest.raises(ValueError, match="shuffle"):
+        DataLoader(stream, shuffle=True)
+
+
+@pytest.mark.parametrize("take_share", [False, True])
+def test_without_workers_the_stream_comes_out_once(take_share):
+    assert stream_batches(take_share, num_workers=0) == [[0, 1], [2, 3], [4, 5]]
+
+
+def test_with_two_workers_the_stream_comes_out_twice_unless_each_takes_its_share():
+    repeated = stream_batches(take_share=False, num_workers=2)
+    assert sorted(i for batch in repeated for i in batch) == sorted(list(range(6)) * 2)
+    shared = stream_batches(take_share=True, num_workers=2)
+    assert shared == [[0, 2], [1, 3], [4], [5]]  # worker 0 takes 0, 2, 4 and worker 1 takes 1, 3, 5
+
+
+@pytest.mark.parametrize(
+    ("stop", "take_share", "error", "message"),
+    [
+        (0, True, ValueError, "stop must be a positive int"),
+        (2.0, True, ValueError, "stop must be a positive int"),
+        (6, "yes", TypeError, "take_share must be True or False"),
+    ],
+)
+def test_number_stream_names_a_bad_argument(stop, take_share, error, message):
+    with pytest.raises(error, match=message):
+        NumberStream(stop, take_share=take_share)
