@@ -189,19 +189,76 @@ def test_run_python_passes_the_environment_it_is_given(capsys):
 
 
 def test_data_parallel_without_gpus_just_calls_the_module(monkeypatch):
-    # As on a machine without GPUs, whatever this one has (lesson 11 runs it in a process with the GPUs hidden).
+    # As on a machine without GPUs, whatever this one has.
     module = importlib.import_module("torch.nn.parallel.data_parallel")  # the module, not the function of that name
     monkeypatch.setattr(module, "_get_available_device_type", lambda: None)
     model = nn.Linear(3, 2)
-    parallel = nn.DataParallel(nn.DataParallel(model))
+    parallel = nn.DataParallel(model)
     x = torch.randn(4, 3)
     assert parallel.device_ids == [] and torch.equal(parallel(x), model(x))
-    assert list(parallel.state_dict()) == ["module.module.weight", "module.module.bias"]
-    optimizer = nn.DataParallel(torch.optim.SGD(model.parameters(), lr=0.1))  # the notes' line: accepted, useless
-    model(x).sum().backward()
-    optimizer.zero_grad()  # nn.Module.zero_grad of a wrapper without parameters: the gradient stays
-    assert model.weight.grad is not None and not hasattr(optimizer, "step")
-    assert type(optimizer.module).__name__ == "SGD"
+    assert list(parallel.state_dict()) == ["module.weight", "module.bias"]
+    with pytest.raises(RuntimeError, match='Unexpected key.*"module.weight"'):
+        nn.Linear(3, 2).load_state_dict(parallel.state_dict())  # the pitfall of old checkpoints
+
+
+def test_deterministic_algorithms_fill_new_memory_and_refuse_put_with_repeated_indices():
+    assert not torch.are_deterministic_algorithms_enabled()
+    torch.use_deterministic_algorithms(True)
+    try:
+        assert (
+            torch.empty(3).isnan().all() and (torch.empty(2, dtype=torch.int64) == torch.iinfo(torch.int64).max).all()
+        )
+        with pytest.raises(RuntimeError, match="put_ does not have a deterministic implementation"):
+            torch.zeros(3).put_(torch.tensor([0, 0]), torch.tensor([1.0, 2.0]))
+        torch.zeros(3).put_(torch.tensor([0, 0]), torch.tensor([1.0, 2.0]), accumulate=True)  # adding is allowed
+    finally:
+        torch.use_deterministic_algorithms(False)
+    assert not torch.backends.cudnn.deterministic and not torch.backends.cudnn.benchmark  # the defaults
+
+
+def test_matmul_precision_high_is_the_allow_tf32_switch():
+    assert torch.get_float32_matmul_precision() == "highest" and not torch.backends.cuda.matmul.allow_tf32
+    try:
+        torch.set_float32_matmul_precision("high")
+        assert torch.backends.cuda.matmul.allow_tf32
+    finally:
+        torch.set_float32_matmul_precision("highest")
+    assert not torch.backends.cuda.matmul.allow_tf32 and torch.backends.cudnn.allow_tf32
+
+
+def amp_steps(enabled: bool, unscale: bool = True) -> tuple[torch.Tensor, list[float]]:
+    """The lesson's mixed-precision step, three times; the final weight and the norms clipping saw."""
+    torch.manual_seed(0)
+    model = nn.Linear(64, 10)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    scaler = torch.amp.GradScaler("cpu", enabled=enabled)
+    images, labels = torch.rand(8, 64), torch.arange(8)
+    norms = []
+    for _ in range(3):
+        optimizer.zero_grad()
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            logits = model(images)
+        assert logits.dtype == torch.bfloat16
+        scaler.scale(torch.nn.functional.cross_entropy(logits.float(), labels)).backward()
+        if unscale:
+            scaler.unscale_(optimizer)
+        norms.append(nn.utils.clip_grad_norm_(model.parameters(), 1.0).item())
+        scaler.step(optimizer)
+        scaler.update()
+    return model.weight.detach(), norms
+
+
+def test_a_mixed_precision_step_is_the_same_with_the_scaler_off_and_on():
+    off, on = amp_steps(enabled=False), amp_steps(enabled=True)
+    assert torch.equal(off[0], on[0]) and off[1] == on[1]  # scaling by 2**16 and back is exact
+    forgot = amp_steps(enabled=True, unscale=False)
+    assert forgot[1][0] == 65536 * off[1][0] and not torch.equal(forgot[0], off[0])
+
+
+def test_out_of_memory_error_is_a_runtime_error_a_step_can_raise():
+    assert torch.cuda.OutOfMemoryError is torch.OutOfMemoryError and issubclass(torch.OutOfMemoryError, RuntimeError)
+    with pytest.raises(torch.OutOfMemoryError, match="do not fit"):
+        raise torch.OutOfMemoryError("64 samples do not fit")
 
 
 # --- the picture ---------------------------------------------------------------------------------------------------
