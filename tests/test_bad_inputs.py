@@ -19,6 +19,7 @@ from torch.utils.data import DataLoader, TensorDataset
 import companion
 import companion.checks as checks
 from companion import (
+    autograd,
     batchnorm,
     checkpoint,
     conv,
@@ -56,6 +57,7 @@ MODULES = [
     course,
     plotting,
     exercises,
+    autograd,
     data,
     scatter,
     losses,
@@ -73,6 +75,9 @@ MODULES = [
 # Public callables where no argument can be wrong, each with the reason.
 NO_BAD_INPUT = {
     "exercises.WrongAnswer": "an exception class: any message is a valid hint",
+    "autograd.GraphNode": "a record that backward_graph fills in",
+    "autograd.GraphEdge": "a record that backward_graph fills in",
+    "autograd.BackwardGraph": "a record that backward_graph and trace_backward fill in",
     "exercises.passed": "prints whatever it is given as the pass line",
     "exercises.Exercise": "a record of one exercise's table; tests/test_checks.py checks every table",
     "exercises.Mistake": "a record of one typical wrong answer; tests/test_checks.py checks every row",
@@ -107,6 +112,9 @@ EXEMPT = {
     "conv.plot_edge_responses": "a plot helper, called only with the lesson's own digit and kernels",
     "batchnorm.running_mean_history": "feeds the lesson's own batches to a fresh layer for the plot",
     "batchnorm.plot_running_means": "a plot helper, called only with the lesson's own histories",
+    "autograd.plot_backward": "a plot helper called only with the lesson's own tensors; backward_graph guards them",
+    "data.batch_table": "tabulates DataLoader for the lesson's own small figure",
+    "data.plot_batches": "a plot helper, called only with the lesson's own arguments",
     "scatter.plot_scatter": "draws the lesson's own example tensors; no learner value reaches it",
     "losses.loss_vs_true_logit": "computes the plotted curve from the lesson's own z values",
     "losses.plot_loss_vs_true_logit": "plot helper called only with the lesson's own arguments",
@@ -316,6 +324,50 @@ BAD_CALLS = [
         RuntimeError,
         "pass it as DataLoader(worker_init_fn=...)",
         id="data.reseed_worker-outside-a-worker",
+    ),
+    pytest.param(
+        data.NumberStream, (0,), {}, ValueError, "stop must be a positive int such as 8", id="data.NumberStream-zero"
+    ),
+    pytest.param(
+        data.NumberStream,
+        (6,),
+        {"take_share": "yes"},
+        TypeError,
+        "take_share must be True or False",
+        id="data.NumberStream-str-take-share",
+    ),
+    # autograd -----------------------------------------------------------------------------------------------------
+    pytest.param(
+        autograd.backward_graph,
+        (2.0,),
+        {},
+        TypeError,
+        "output must be a torch.Tensor computed from a tensor that requires grad",
+        id="autograd.backward_graph-not-a-tensor",
+    ),
+    pytest.param(
+        autograd.backward_graph,
+        (torch.ones(2),),
+        {},
+        ValueError,
+        "compute it from a tensor created with requires_grad=True",
+        id="autograd.backward_graph-no-grad-fn",
+    ),
+    pytest.param(
+        autograd.backward_graph,
+        (torch.ones(2, requires_grad=True) * 2, {"x": 1.0}),
+        {},
+        TypeError,
+        "names must be a dict from a label to a tensor",
+        id="autograd.backward_graph-names",
+    ),
+    pytest.param(
+        autograd.trace_backward,
+        (torch.ones(2, requires_grad=True) * 2,),
+        {},
+        ValueError,
+        "reduce it first, e.g. output.sum()",
+        id="autograd.trace_backward-not-scalar",
     ),
     pytest.param(
         checks_data.check_pad_collate,
