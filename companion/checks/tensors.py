@@ -130,13 +130,22 @@ def _describe_zh(x: torch.Tensor) -> str:
     return f"x = {x.tolist()}" if x.numel() <= 12 else f"形状为 {tuple(x.shape)} 的随机输入 x"
 
 
+# torch.testing.assert_close's default (rtol, atol) per dtype, applied with torch.allclose: assert_close itself imports
+# torch.distributed and sympy on its first call, a second of the lesson's self-check for nothing it needs here.
+_TOLERANCES = {
+    torch.float16: (1e-3, 1e-5),
+    torch.bfloat16: (1.6e-2, 1e-5),
+    torch.float32: (1.3e-6, 1e-5),
+    torch.float64: (1e-7, 1e-7),
+}
+
+
 def _close(a: torch.Tensor, b: torch.Tensor) -> bool:
     """Equal within the tolerances of a's dtype (torch.testing.assert_close's defaults), shape and dtype included."""
-    try:
-        torch.testing.assert_close(a, b)
-    except AssertionError:
+    if a.shape != b.shape or a.dtype != b.dtype or a.device != b.device:
         return False
-    return True
+    rtol, atol = _TOLERANCES.get(a.dtype, (0.0, 0.0))  # integers and bools: exactly equal
+    return torch.allclose(a, b, rtol=rtol, atol=atol)
 
 
 def _broadcast_or_none(compute: Callable[[], torch.Tensor]) -> torch.Tensor | None:

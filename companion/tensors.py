@@ -1,0 +1,73 @@
+"""Lesson 01: tensors. The picture of strides and views: one storage drawn as a row of cells, and several tensors
+that read it, each cell marked with the storage position it reads.
+
+The lesson's own code is in the notebook; this module holds the figure, which needs more drawing code than a lesson
+cell should show. The position of element (i, j, ...) is the lesson's formula: offset + i * stride[0] + j * stride[1]
++ ... The exercise self-checks live in `companion/checks/tensors.py`.
+"""
+
+import itertools
+
+import matplotlib.pyplot as plt
+import torch
+from matplotlib.figure import Figure
+
+from companion.plotting import COLUMN_WIDTH
+
+
+def _storage_positions(x: torch.Tensor) -> torch.Tensor:
+    """The storage position each element of `x` reads: offset + sum over dimensions of index * stride."""
+    positions = torch.tensor(x.storage_offset())  # () : broadcasts against every dimension below
+    for dim, (size, stride) in enumerate(zip(x.shape, x.stride(), strict=True)):
+        steps = torch.arange(size) * stride  # (size,): the steps along this dimension
+        positions = positions + steps.reshape([size if d == dim else 1 for d in range(x.dim())])  # x's shape so far
+    return positions.expand(x.shape)  # x.shape, also for a 0-d x
+
+
+def _storage_values(x: torch.Tensor) -> torch.Tensor:
+    """Every element of x's storage in order, as a 1-d view of that storage."""
+    count = x.untyped_storage().nbytes() // x.element_size()
+    return x.as_strided((count,), (1,), 0)  # (count,): offset 0 and stride 1 over the same storage
+
+
+# The picture (called only with the lesson's own tensors, so no argument checks). ------------------------------------
+
+
+def _grid(ax, values: torch.Tensor, positions: torch.Tensor, colours) -> None:
+    """Draw a 1-d or 2-d tensor as cells: its value in the middle, the storage position it reads below it."""
+    rows, cols = (1, values.shape[0]) if values.dim() == 1 else tuple(values.shape)
+    for r, c in itertools.product(range(rows), range(cols)):
+        index = (c,) if values.dim() == 1 else (r, c)
+        position = int(positions[index])
+        ax.add_patch(plt.Rectangle((c, r), 1, 1, facecolor=colours[position % len(colours)], edgecolor="0.3"))
+        ax.text(c + 0.5, r + 0.42, f"{values[index].item()}", ha="center", va="center", fontsize=13)
+        ax.text(c + 0.5, r + 0.82, f"@{position}", ha="center", va="center", fontsize=10, color="0.25")
+    ax.set_xlim(0, cols)
+    ax.set_ylim(rows, 0)  # row 0 at the top, as a tensor prints
+    ax.set_aspect("equal")
+    ax.set_xticks([])  # no ticks to lay out: the title is placed faster
+    ax.set_yticks([])
+    ax.set_axis_off()
+
+
+def plot_views(views: dict[str, torch.Tensor]) -> Figure:
+    """Draw the storage of the first tensor as a row of cells (position under each), then each tensor of `views`
+    (1-d or 2-d, all over that one storage) as a grid: each cell shows its value and "@p", the storage position p
+    it reads, in the colour of that position in the row."""
+    first = next(iter(views.values()))
+    storage = _storage_values(first)
+    colours = plt.get_cmap("Pastel1").colors  # light, so the black numbers stay readable
+    shapes = [(1, v.shape[0]) if v.dim() == 1 else tuple(v.shape) for v in views.values()]
+    tallest = max(rows for rows, _ in shapes)
+    fig = plt.figure(figsize=(COLUMN_WIDTH, 1.0 + 0.62 * tallest + 1.3), layout="constrained")
+    grid = fig.add_gridspec(2, len(views), height_ratios=(1.0, tallest), width_ratios=[c for _, c in shapes])
+    top = fig.add_subplot(grid[0, :])
+    _grid(top, storage, torch.arange(storage.numel()), colours)
+    top.set_title("storage / 存储: position @0, @1, ...", fontsize=10)
+    for column, (name, view) in enumerate(views.items()):
+        ax = fig.add_subplot(grid[1, column])
+        _grid(ax, view, _storage_positions(view), colours)
+        ax.set_ylim(tallest, 0)  # every grid on the same scale, aligned at the top
+        offset = f", offset {view.storage_offset()}" if view.storage_offset() else ""
+        ax.set_title(f"{name}\nstride {tuple(view.stride())}{offset}", fontsize=10)
+    return fig
