@@ -33,6 +33,7 @@ from companion import (
     optim,
     plotting,
     scatter,
+    tensors,
     training,
 )
 from companion.checkpoint import CheckpointError
@@ -57,6 +58,7 @@ MODULES = [
     course,
     plotting,
     exercises,
+    tensors,
     autograd,
     data,
     scatter,
@@ -112,6 +114,7 @@ EXEMPT = {
     "conv.plot_edge_responses": "a plot helper, called only with the lesson's own digit and kernels",
     "batchnorm.running_mean_history": "feeds the lesson's own batches to a fresh layer for the plot",
     "batchnorm.plot_running_means": "a plot helper, called only with the lesson's own histories",
+    "tensors.plot_views": "a plot helper, called only with the lesson's own tensors",
     "autograd.plot_backward": "a plot helper called only with the lesson's own tensors; backward_graph guards them",
     "data.batch_table": "tabulates DataLoader for the lesson's own small figure",
     "data.plot_batches": "a plot helper, called only with the lesson's own arguments",
