@@ -298,6 +298,33 @@ def test_notes_adam_is_adam_with_eps_divided_by_sqrt_of_bias_correction2():
     torch.testing.assert_close(notes, rescaled, rtol=1e-12, atol=1e-12)
 
 
+def keras_adam(p: torch.Tensor, grads: torch.Tensor, lr: float, eps: float, beta1=0.9, beta2=0.999) -> torch.Tensor:
+    """Keras 3's Adam update (keras/src/optimizers/adam.py), written out without weight decay."""
+    m, v = torch.zeros_like(p), torch.zeros_like(p)
+    for t, g in enumerate(grads, start=1):
+        m += (g - m) * (1 - beta1)
+        v += (g * g - v) * (1 - beta2)
+        alpha = lr * (1 - beta2**t) ** 0.5 / (1 - beta1**t)
+        p = p - m * alpha / (v.sqrt() + eps)
+    return p
+
+
+def test_keras_adam_puts_eps_where_the_old_code_does():
+    """Lesson 09: "older PyTorch computed it and Keras still does" (eps before the bias correction)."""
+    generator = torch.Generator().manual_seed(0)
+    start = torch.randn(100, dtype=torch.float64, generator=generator)
+    grads = torch.randn(100, 100, dtype=torch.float64, generator=generator) * 1e-6  # near eps: placement matters
+    keras = keras_adam(start, grads, lr=1e-2, eps=1e-7)
+    old, today = start.clone().requires_grad_(True), start.clone().requires_grad_(True)
+    old_opt, today_opt = NotesAdam([old], lr=1e-2, eps=1e-7), torch.optim.Adam([today], lr=1e-2, eps=1e-7)
+    for grad in grads:
+        for p, opt in [(old, old_opt), (today, today_opt)]:
+            p.grad = grad.clone()
+            opt.step()
+    torch.testing.assert_close(old.detach(), keras, rtol=1e-12, atol=1e-12)
+    assert (today.detach() - keras).abs().max() > 1e-3
+
+
 def test_first_step_sizes_follow_the_two_eps_formulas():
     grads, moves = first_step_sizes(partial(torch.optim.Adam, lr=1e-2))
     assert len(grads) == len(moves) and bool((grads > 0).all())
