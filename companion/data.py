@@ -56,7 +56,7 @@ def batch_table(n: int = 10, batch_size: int = 4, seed: int = 0) -> dict[str, li
     """The batches of indices that DataLoader(range(n), batch_size) gives, one row per case the figure draws.
 
     The shuffled rows come from one loader with a generator seeded `seed` (its epochs 0 and 1); the drop_last row
-    from a second loader with the same seed, so its epoch 0 is the same order without the short last batch.
+    from a second shuffled loader with the same seed, so its epoch 0 is the same order without the short last batch.
     """
 
     def loader(**options) -> DataLoader:
@@ -70,7 +70,7 @@ def batch_table(n: int = 10, batch_size: int = 4, seed: int = 0) -> dict[str, li
         "shuffle=False": [batch.tolist() for batch in loader()],
         "shuffle=True, epoch 0": [batch.tolist() for batch in shuffled],
         "shuffle=True, epoch 1": [batch.tolist() for batch in shuffled],
-        "drop_last=True, epoch 0": [
+        "shuffle=True, drop_last=True, epoch 0": [
             batch.tolist() for batch in loader(shuffle=True, generator=seeded(), drop_last=True)
         ],
     }
@@ -87,10 +87,10 @@ def plot_batches(n: int = 10, batch_size: int = 4, seed: int = 0) -> "Figure":
     colours = plt.get_cmap("tab10").colors
     fig, ax = plt.subplots(figsize=(COLUMN_WIDTH, 0.45 * len(table) + 0.6), layout="constrained")
     for row, (name, batches) in enumerate(table.items()):
-        if name.startswith("drop_last"):  # the short batch it leaves out: epoch 0's last one
+        if "drop_last" in name:  # the short batch it leaves out: epoch 0's last one
             batches = [*batches, *table["shuffle=True, epoch 0"][len(batches) :]]
         for b, batch in enumerate(batches):
-            dropped = name.startswith("drop_last") and b >= len(table[name])
+            dropped = "drop_last" in name and b >= len(table[name])
             style = {"alpha": 0.3, "hatch": "//"} if dropped else {"alpha": 0.75}
             for j, index in enumerate(batch):
                 x = b * step + j
@@ -146,9 +146,9 @@ def reseed_worker(worker_id: int) -> None:
 class NumberStream(IterableDataset):
     """The numbers 0, 1, ..., stop - 1 as a stream, standing in for records read one after another from a file.
 
-    An IterableDataset has __iter__ only: no length, no indices. A DataLoader with workers iterates a copy of it in
-    each worker: with take_share=False every worker yields the whole stream; with take_share=True each asks
-    get_worker_info() which worker it is and yields its share.
+    It has __iter__ only: no length, no indices. A DataLoader with workers iterates a copy of it in each worker:
+    with take_share=False every worker yields the whole stream; with take_share=True each asks get_worker_info()
+    which worker it is and yields its share.
     """
 
     def __init__(self, stop: int, take_share: bool = True) -> None:
