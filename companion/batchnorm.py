@@ -40,7 +40,7 @@ class BatchNorm2dReference:
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
         """Normalise `x` (N, C, H, W); in training mode with tracking, also update the running estimates."""
         _check_input(x, self.num_features)
-        # Like PyTorch, decide by whether the buffers exist, not by the flag: the flag can be changed later
+        # Like PyTorch, evaluation mode normalises with the running estimates if the layer has them
         has_buffers = self.running_mean is not None and self.running_var is not None
         if self.training or not has_buffers:  # batch statistics
             _check_enough_values(x, self.num_features)
