@@ -15,6 +15,7 @@ import matplotlib.pyplot as plt
 import torch
 import torch.nn.functional as F
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 from torch import nn
 from torch.utils.data import TensorDataset
 from tqdm import tqdm
@@ -133,20 +134,27 @@ def progress_bar(iterable: Iterable, description: str, total: int | None = None)
     )
 
 
-def plot_history(history: dict[str, list[float]]) -> Figure:
-    """Loss (training and validation) and validation accuracy against the epoch, from the dict `fit` returns."""
+def plot_history(history: dict[str, list[float]], best_epoch: int | None = None) -> Figure:
+    """Loss (training and validation) and validation accuracy against the epoch, from a dict such as `fit` returns.
+
+    `best_epoch` (counted from 1), when given, is marked on both panels: the epoch whose weights were kept.
+    """
     epochs = range(1, len(history["train_loss"]) + 1)
     fig, (ax_loss, ax_accuracy) = plt.subplots(1, 2, figsize=(COLUMN_WIDTH, 2.8), layout="constrained")
-    ax_loss.plot(epochs, history["train_loss"], marker="o", label="train / 训练")
-    ax_loss.plot(epochs, history["val_loss"], marker="o", label="validation / 验证")
+    ax_loss.plot(epochs, history["train_loss"], marker="o", markersize=4, label="train / 训练")
+    (validation,) = ax_loss.plot(epochs, history["val_loss"], marker="o", markersize=4, label="validation / 验证")
     ax_loss.set_ylabel("loss / 损失")
-    ax_loss.legend(loc="upper right")
-    ax_accuracy.plot(epochs, [100 * a for a in history["val_accuracy"]], marker="o", color="C1")
+    accuracy = [100 * a for a in history["val_accuracy"]]
+    ax_accuracy.plot(epochs, accuracy, marker="o", markersize=4, color=validation.get_color())  # validation's too
     ax_accuracy.set_ylim(0, 100)
-    ax_accuracy.set_ylabel("validation accuracy (%) / 验证准确率")
+    ax_accuracy.set_ylabel("accuracy (%) / 准确率")
+    if best_epoch is not None:
+        ax_loss.axvline(best_epoch, color="0.4", linestyle="--", linewidth=1, label="kept / 保留")
+        ax_accuracy.axvline(best_epoch, color="0.4", linestyle="--", linewidth=1)
+    fig.legend(loc="outside lower center", ncols=3)  # below both panels, clear of every curve
     for ax in (ax_loss, ax_accuracy):
         ax.set_xlabel("epoch / 轮")
-        ax.set_xticks(list(epochs))
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # whole epochs, a readable number of ticks
         ax.grid(alpha=0.3)
     return fig
 

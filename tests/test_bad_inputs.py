@@ -100,7 +100,7 @@ NO_BAD_INPUT = {
 EXEMPT = {
     "checks.tensors.shares_memory": "the lesson's and the checker's own tensors only: one call to untyped_storage",
     "checks.autograd.autograd_tanh_grads": "the checker's reference, called with the checker's own numbers",
-    "training.plot_history": "a plot helper the lesson calls only with the history that fit() returns",
+    "training.plot_history": "a plot helper the lesson calls only with its own histories (fit's, the overfitting run)",
     "checkpoint.make_model": "a model builder the lesson calls with its own arguments",
     "checkpoint.make_loader": "builds the lesson's loader from its own data set and seed",
     "checkpoint.new_run": "starts the lesson's runs with its own data set, seeds and learning rate",

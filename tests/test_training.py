@@ -384,13 +384,48 @@ def test_plot_history_draws_the_history():
     fig = plot_history(history)
     fig.canvas.draw()  # renders the Chinese labels; a missing glyph would warn, and warnings are errors here
     ax_loss, ax_accuracy = fig.axes
-    train_line, val_line = ax_loss.get_lines()
+    train_line, val_line = ax_loss.get_lines()  # no marker line without best_epoch
     assert list(train_line.get_xdata()) == [1, 2, 3] and list(train_line.get_ydata()) == history["train_loss"]
     assert list(val_line.get_ydata()) == history["val_loss"]
+    assert len(ax_accuracy.get_lines()) == 1
     assert list(ax_accuracy.get_lines()[0].get_ydata()) == pytest.approx([30, 60, 90])
-    assert "validation" in val_line.get_label() and "验证" in ax_accuracy.get_ylabel()
+    assert "validation" in val_line.get_label() and "准确率" in ax_accuracy.get_ylabel()
+    assert ax_accuracy.get_lines()[0].get_color() == val_line.get_color()  # the accuracy is the validation set's
     assert "损失" in ax_loss.get_ylabel() and "轮" in ax_accuracy.get_xlabel()
     assert fig.get_figwidth() <= COLUMN_WIDTH
+    plt.close(fig)
+
+
+def test_plot_history_marks_the_kept_epoch_of_a_run_that_overfits():
+    # A real run, as in the lesson: 20 digits, a network wide enough to learn them by heart, 270 to validate on.
+    train, _ = digits_datasets()
+    images, labels = train.tensors
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Flatten(), nn.Linear(64, 128), nn.ReLU(), nn.Linear(128, 10))
+    history = fit(
+        model,
+        [(images[:20], labels[:20])],
+        [(images[-270:], labels[-270:])],
+        torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9),
+        F.cross_entropy,
+        epochs=30,
+        progress=False,
+    )
+    best_epoch = 1 + min(range(30), key=history["val_loss"].__getitem__)
+    assert 1 < best_epoch < 30 and history["train_loss"][-1] < history["train_loss"][best_epoch - 1]
+    use_course_style()
+    fig = plot_history(history, best_epoch=best_epoch)
+    fig.canvas.draw()
+    ax_loss, ax_accuracy = fig.axes
+    *curves, loss_marker = ax_loss.get_lines()
+    assert [list(line.get_ydata()) for line in curves] == [history["train_loss"], history["val_loss"]]
+    (accuracy_marker,) = ax_accuracy.get_lines()[1:]
+    for marker in (loss_marker, accuracy_marker):
+        assert list(marker.get_xdata()) == [best_epoch, best_epoch] and marker.get_linestyle() == "--"
+    assert "保留" in loss_marker.get_label()
+    assert [text.get_text() for text in fig.legends[0].get_texts()][-1] == loss_marker.get_label()
+    ticks = [t for t in ax_loss.get_xticks() if 1 <= t <= 30]
+    assert ticks == [round(t) for t in ticks] and len(ticks) <= 12  # whole epochs, not one tick per epoch
     plt.close(fig)
 
 
