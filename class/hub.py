@@ -36,6 +36,7 @@ from pathlib import Path
 CLASS_DIR = Path(__file__).resolve().parent
 ROOT = CLASS_DIR.parent
 TOOLS = ROOT / "tools"
+sys.path.insert(0, str(ROOT))  # the tools package: this file runs as a script, and class/ cannot be a package
 VENV = ROOT / ".venv"
 PYTHON = VENV / "bin" / "python"
 NOTEBOOKS = ROOT / "notebooks"
@@ -125,8 +126,7 @@ def member(name: str) -> Member | None:
 def stage() -> Path:
     """Write data/course/: every lesson stubbed (both languages) and the documents beside them, world-readable.
     Students' syncs read this, never notebooks/ (closed to them: it holds the answers)."""
-    sys.path.insert(0, str(TOOLS))
-    from workspace import copy_text, source_files
+    from tools.workspace import copy_text, source_files
 
     target = stage_dir()
     ensure_data_dir()
@@ -150,8 +150,7 @@ def stage() -> Path:
 
 def sync_workspace(language: str | None) -> int:
     """Run as the student (by the hub's pre-spawn hook): make or update ~/workspace with the workspace rules."""
-    sys.path.insert(0, str(TOOLS))
-    from workspace import Workspace
+    from tools.workspace import Workspace
 
     os.umask(0o077)
     home = Path(pwd.getpwuid(os.getuid()).pw_dir)
@@ -509,7 +508,7 @@ def status() -> int:
 
 
 def progress(extra: list[str]) -> int:
-    command = [str(PYTHON), str(TOOLS / "class_progress.py"), "--roster", str(class_roster())]
+    command = [str(PYTHON), "-m", "tools.class_progress", "--roster", str(class_roster())]
     if not any(a.startswith("--out") for a in extra):
         command += ["--out", str(data_dir() / "reports")]
     return subprocess.call(command + extra, cwd=ROOT)

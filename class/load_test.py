@@ -20,11 +20,10 @@ from pathlib import Path
 import nbformat
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT / "tools"), str(ROOT / "tests")]
-from course import source  # noqa: E402
-from test_hub import HUB, PYTHON, Student, free_port, hub  # noqa: E402
-
-from lesson_copies import exercises  # noqa: E402
+sys.path.insert(0, str(ROOT))  # the tools package and tests/test_hub.py: this file runs as a script
+from tests.test_hub import HUB, PYTHON, Student, free_port, hub  # noqa: E402
+from tools.course import source  # noqa: E402
+from tools.lesson_copies import exercises  # noqa: E402
 
 
 def lesson_code(name: str) -> str:

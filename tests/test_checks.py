@@ -13,14 +13,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from course import CJK, lesson_files
 from torch import nn
 
 import companion
 import companion.checks
 import companion.checks.answers
 from companion.exercises import PASS_MARK, Exercise, WrongAnswer, call_learner, sandbox
-from handout import COMPARED_WITH_PYTORCH, answer_leaks, lesson_answers, reference_answers
+from tools.course import CJK, lesson_files
+from tools.handout import COMPARED_WITH_PYTORCH, answer_leaks, lesson_answers, reference_answers
 
 CHECK_MODULES = [
     importlib.import_module(f"companion.checks.{info.name}")

@@ -5,9 +5,9 @@ import copy
 import json
 
 import pytest
-from course import lesson_files
 
-import claims
+from tools import claims
+from tools.course import lesson_files
 
 NOTEBOOKS = lesson_files()
 LESSONS = {path.stem: json.loads(path.read_text(encoding="utf-8")) for path in NOTEBOOKS}
@@ -19,7 +19,7 @@ def test_every_absolute_claim_is_proven_by_a_cell(stem):
     found, problems = claims.lesson_claims(stem, LESSONS[stem], PROVERS)
     unproven = [f"{c.cell}: {c.sentence}" for c in found if not c.proof]
     assert problems == []
-    assert unproven == [], "reword these or record the cell that proves them (python tools/claims.py --open NN)"
+    assert unproven == [], "reword these or record the cell that proves them (python -m tools.claims --open NN)"
 
 
 def planted(sentence: str, lang: str = "lang-en", metadata_claims: dict | None = None) -> dict:

@@ -2,11 +2,10 @@
 
 import json
 
-import course
 import pytest
-from course import NOTEBOOK_DIR, ROOT, lesson_files
 
-import course_map
+from tools import course, course_map
+from tools.course import NOTEBOOK_DIR, ROOT, lesson_files
 
 LESSONS = course.course_map()
 NOTEBOOKS = {
@@ -26,7 +25,7 @@ def test_each_lesson_entry_is_complete(lesson):
     assert 3 <= len(lesson["objectives"]) <= 4 and len(lesson["objectives_zh"]) == len(lesson["objectives"])
     assert "TODO" not in lesson["objectives"] + lesson["objectives_zh"]
     assert lesson["minutes"] == course_map.estimate_minutes(NOTEBOOKS[lesson["number"]]), (
-        "run tools/course_map.py --write"
+        "run python -m tools.course_map --write"
     )
 
 
@@ -62,7 +61,7 @@ def test_the_order_check_fails_when_a_prerequisite_comes_later():
 
 def test_the_readme_shows_the_map():
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    assert course_map.readme_map(LESSONS) in readme, "run `python tools/course_map.py --write`"
+    assert course_map.readme_map(LESSONS) in readme, "run `python -m tools.course_map --write`"
 
 
 def test_the_readme_map_gives_each_lessons_objectives_in_both_languages():

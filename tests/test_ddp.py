@@ -20,7 +20,6 @@ import time
 import matplotlib.pyplot as plt
 import psutil
 import pytest
-import soak
 import torch
 import torch.nn.functional as F
 from hypothesis import given, settings
@@ -58,6 +57,7 @@ from companion.ddp_launch import (
 from companion.exercises import WrongAnswer
 from companion.plotting import use_course_style
 from companion.training import train_one_epoch
+from tools import soak
 
 TOLERANCE = 1e-6  # the lesson's claim: DDP's parameters equal one process's to within this
 

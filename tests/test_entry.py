@@ -13,9 +13,10 @@ import subprocess
 import sys
 from pathlib import Path, PurePosixPath, PureWindowsPath
 
-import course
 import pytest
-from course import HELP, ROOT, SETTINGS, TARGETS, Course, Env, course_command, run_env, settings
+
+from tools import course
+from tools.course import HELP, ROOT, SETTINGS, TARGETS, Course, Env, course_command, run_env, settings
 
 MAKE = shutil.which("make")
 needs_make = pytest.mark.skipif(MAKE is None, reason="make is not installed")

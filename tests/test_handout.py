@@ -13,9 +13,9 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from course import CJK, NOTEBOOK_DIR, ROOT, lesson_files
 
-from handout import (
+from tools.course import CJK, NOTEBOOK_DIR, ROOT, lesson_files
+from tools.handout import (
     EDITIONS,
     Edition,
     bundle_leaks,
@@ -28,7 +28,7 @@ from handout import (
     reference_answers,
     student_bundle,
 )
-from lesson_copies import answer_lines
+from tools.lesson_copies import answer_lines
 
 LESSONS = lesson_files()
 HANDOUT = Path(os.environ.get("HANDOUT_DIR", ROOT / "handout"))
@@ -491,7 +491,7 @@ def test_browser_renders_all_maths_the_cjk_font_and_a_phone_sized_index(served_h
         pytest.skip("no Chromium on this machine (make handout says how to get it)")
     from playwright.sync_api import sync_playwright
 
-    from handout import CHROMIUM_ARGS
+    from tools.handout import CHROMIUM_ARGS
 
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)

@@ -13,7 +13,6 @@ import secrets
 import shutil
 import socket
 import subprocess
-import sys
 import tempfile
 import time
 import uuid
@@ -22,12 +21,11 @@ from pathlib import Path
 import nbformat
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tools"))
-from course import source  # noqa: E402
+from companion.ddp_launch import free_port
+from tools.course import source
+from tools.lesson_copies import ANSWER_MARK, exercises, is_solution
 
-from companion.ddp_launch import free_port  # noqa: E402
-from lesson_copies import ANSWER_MARK, exercises, is_solution  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
 
 pytestmark = pytest.mark.hub
 PYTHON = ROOT / ".venv" / "bin" / "python"

@@ -16,10 +16,10 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from course import NOTEBOOK_DIR, ROOT, lesson_files
 
 from companion.ddp_launch import free_port
-from lesson_copies import ANSWER_MARK, answer_lines, is_solution
+from tools.course import NOTEBOOK_DIR, ROOT, lesson_files
+from tools.lesson_copies import ANSWER_MARK, answer_lines, is_solution
 
 TOKEN = "course-test-token"
 
@@ -152,6 +152,6 @@ def test_lab_teacher_and_notebook_open_the_right_folders():
         ).stdout
         for target in ("lab", "lab-teacher", "notebook")
     }
-    assert "tools/workspace.py lab --workspace workspace" in dry["lab"]
-    assert "tools/workspace.py teacher" in dry["lab-teacher"]
-    assert "tools/workspace.py notebook --workspace workspace" in dry["notebook"]
+    assert "-m tools.workspace lab --workspace workspace" in dry["lab"]
+    assert "-m tools.workspace teacher" in dry["lab-teacher"]
+    assert "-m tools.workspace notebook --workspace workspace" in dry["notebook"]

@@ -1,14 +1,14 @@
-"""tools/mutants.py on a sample (the full run is `python tools/mutants.py --full`): a checker that judges only returned
+"""tools/mutants.py on a sample (the full run is `python -m tools.mutants --full`): a checker that judges only returned
 values lets side-effect mutants survive, the same checker through the harness rejects them, answers of several
 functions and answers that are data are mutated too, every exercise of the course yields mutants, course checkers
 reject every mutant that differs, and a course checker weakened by one case scores under the 95% target."""
 
-import mutants
 import pytest
 import torch
 
 from companion.checks.tensors import OPERATIONS, check_shares_memory, true_sharing
 from companion.exercises import Exercise, Mistake, call_learner, passed, require
+from tools import mutants
 
 
 def scaled(x: torch.Tensor) -> torch.Tensor:

@@ -4,10 +4,10 @@ import copy
 import json
 import subprocess
 
-import course
 import pytest
 
-import notebook_rules as rules
+from tools import course
+from tools import notebook_rules as rules
 
 # A full lesson: quoted outputs, figures with captions, errata, a reading box and two exercises.
 GOOD = json.loads((course.NOTEBOOK_DIR / "03-scatter.ipynb").read_text(encoding="utf-8"))

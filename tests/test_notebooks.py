@@ -1,11 +1,11 @@
-"""Every lesson notebook follows every convention in tests/notebook_rules.py (stored JSON; nothing is run)."""
+"""Every lesson notebook follows every convention in tools/notebook_rules.py (stored JSON; nothing is run)."""
 
 import json
 
 import pytest
-from course import NOTEBOOK_DIR, lesson_files
 
-from notebook_rules import RULES
+from tools.course import NOTEBOOK_DIR, lesson_files
+from tools.notebook_rules import RULES
 
 NOTEBOOKS = lesson_files()
 

@@ -11,7 +11,6 @@ import matplotlib.pyplot as plt
 import pytest
 import torch
 import torch.nn.functional as F
-from course import NOTEBOOK_DIR
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -34,6 +33,7 @@ from companion.optim import (
     trajectory,
 )
 from companion.plotting import COLUMN_WIDTH, use_course_style
+from tools.course import NOTEBOOK_DIR
 
 # The stated tolerance of the Adam match: none. The parameters must be bit-for-bit equal.
 TOLERANCE = 0.0

@@ -4,11 +4,11 @@ import re
 import warnings
 
 import matplotlib.pyplot as plt
-from course import ROOT
 from fontTools.ttLib import TTFont
 from matplotlib.font_manager import FontProperties, findfont
 
 from companion.plotting import FONT_FAMILY, FONT_PATH, use_course_style
+from tools.course import ROOT
 
 
 def test_font_ships_with_its_licence():

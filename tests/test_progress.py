@@ -6,11 +6,11 @@ import shutil
 
 import nbformat
 import pytest
-from course import NOTEBOOK_DIR
 
-import progress as pg
-import workspace as ws
-from lesson_copies import exercises, learner_copy
+from tools import progress as pg
+from tools import workspace as ws
+from tools.course import NOTEBOOK_DIR
+from tools.lesson_copies import exercises, learner_copy
 
 # Two small lessons keep this fast: lesson 00 and the scatter lesson; only the one a test answers runs.
 LESSONS = [next(NOTEBOOK_DIR.glob("00-*.ipynb")), next(NOTEBOOK_DIR.glob("03-*.ipynb"))]

@@ -3,8 +3,9 @@
 import re
 import tomllib
 
-from course import ROOT, Course, Env, lesson_files, settings
 from packaging.requirements import Requirement
+
+from tools.course import ROOT, Course, Env, lesson_files, settings
 
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
 CONDA_TO_PIP = {"pytorch": "torch"}

@@ -7,7 +7,8 @@ import sys
 
 import nbformat
 import pytest
-from course import ROOT
+
+from tools.course import ROOT
 
 SAFE = "log = []\nlog.append(1)\nprint(len(log))"  # the cell rebuilds what it reads
 STATEFUL = "log = globals().get('log', [])\nlog.append(1)\nprint(len(log))"  # a second Run All prints 2

@@ -2,7 +2,7 @@
 
 import nbformat
 
-from tidy_errors import tidy_frame, tidy_notebook
+from tools.tidy_errors import tidy_frame, tidy_notebook
 
 
 def test_site_packages_and_project_prefixes_are_removed():
@@ -32,7 +32,7 @@ def test_tidy_notebook_rewrites_only_tracebacks(tmp_path):
 
 
 def test_anatomy_sorts_lines_into_kinds():
-    import anatomy
+    from tools import anatomy
 
     module = """import torch
 

@@ -4,10 +4,10 @@ import json
 
 import nbformat
 import pytest
-from course import CJK, lesson_files
 
-import workspace as ws
-from lesson_copies import (
+from tools import workspace as ws
+from tools.course import CJK, lesson_files
+from tools.lesson_copies import (
     ANSWER_MARK,
     GENERIC_EXERCISE,
     UNSOLVED_CHECK_TAG,
@@ -167,7 +167,7 @@ def test_sync_updates_untouched_lessons_and_keeps_changed_ones(course):
         ("make notebook", "make notebook REFRESH=00 WORKSPACE={folder}"),
         ("python3 tools/course.py notebook", "python3 tools/course.py notebook REFRESH=00 WORKSPACE={folder}"),
         (r"py tools\course.py lab", r"py tools\course.py lab REFRESH=00 WORKSPACE={folder}"),
-        (None, "python tools/workspace.py refresh 00 --workspace {folder}"),
+        (None, "python -m tools.workspace refresh 00 --workspace {folder}"),
     ],
 )
 def test_messages_name_the_command_the_learner_typed(course, command, suggested):

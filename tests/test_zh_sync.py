@@ -7,9 +7,9 @@ import sys
 
 import nbformat
 import pytest
-from course import ROOT, lesson_files
 
-import zh_sync
+from tools import zh_sync
+from tools.course import ROOT, lesson_files
 
 NOTEBOOKS = lesson_files()
 
@@ -19,7 +19,7 @@ def test_every_chinese_cell_renders_the_current_english(path):
     stale = zh_sync.stale_pairs(nbformat.from_dict(json.loads(path.read_text(encoding="utf-8"))))
     assert stale == [], (
         f"{path.name}: English cells {[en for en, _ in stale]} changed since their Chinese twins were written; "
-        "run `python tools/zh_sync.py` to see the diffs, revise the Chinese, then --accept"
+        "run `python -m tools.zh_sync` to see the diffs, revise the Chinese, then --accept"
     )
 
 
@@ -33,6 +33,5 @@ def test_a_changed_english_cell_is_named_and_accepted_by_the_tool(tmp_path):
     notebook.cells[english].source += "\n\nOne more English sentence."
     nbformat.write(notebook, path)
     assert zh_sync.stale_pairs(nbformat.read(path, as_version=4)) == [(english, chinese)]
-    tool = ROOT / "tools" / "zh_sync.py"
-    subprocess.run([sys.executable, str(tool), "--accept", str(path), str(chinese)], check=True, cwd=ROOT)
+    subprocess.run([sys.executable, "-m", "tools.zh_sync", "--accept", str(path), str(chinese)], check=True, cwd=ROOT)
     assert zh_sync.stale_pairs(nbformat.read(path, as_version=4)) == []

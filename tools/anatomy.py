@@ -1,8 +1,8 @@
 """What `companion/` is made of: per module, non-blank lines of taught (reference) code, argument validation,
 exercise checkers, plots and launch plumbing.
 
-    python tools/anatomy.py            # the working tree
-    python tools/anatomy.py --at REV   # any commit, e.g. 0fa5322 (read with `git show`)
+    python -m tools.anatomy            # the working tree
+    python -m tools.anatomy --at REV   # any commit, e.g. 0fa5322 (read with `git show`)
 
 How a line is classified (Python's `ast`, non-blank lines only):
 - checkers: everything in companion/checks/, `check_*` functions, and private helpers only checkers call;

@@ -2,7 +2,7 @@
 
 Per notebook: wall time, the floor (kernel start plus the setup cell's imports, measured in the same run), time
 above the floor, the slowest cell, and the kernel's peak memory. Then the totals, the targets, and the wall time of
-one real serial `pytest --nbval` run. Usage: python tools/bench.py [NOTEBOOK ...]
+one real serial `pytest --nbval` run. Usage: python -m tools.bench [NOTEBOOK ...]
 """
 
 import argparse
@@ -16,8 +16,9 @@ from datetime import datetime
 from pathlib import Path
 
 import nbformat
-from course import lesson_files
 from nbclient import NotebookClient
+
+from tools.course import lesson_files
 
 ROOT = Path(__file__).resolve().parent.parent
 TARGET_TOTAL_S, TARGET_CELL_S, TARGET_MEMORY_MIB = 120.0, 10.0, 1024.0

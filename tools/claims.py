@@ -6,9 +6,9 @@ either reworded or proven: its markdown cell's metadata maps a fragment of the s
 that proves it, e.g. `"claims": {"can be used in a recorded computation": "a02-058"}`. A fragment covers every
 flagged sentence of that cell containing it.
 
-    python tools/claims.py                # per lesson: absolute sentences, proven, open
-    python tools/claims.py --open [NN]    # the open ones: lesson, cell id, sentence
-    python tools/claims.py --all NN       # every absolute sentence of lesson NN with its proof
+    python -m tools.claims                # per lesson: absolute sentences, proven, open
+    python -m tools.claims --open [NN]    # the open ones: lesson, cell id, sentence
+    python -m tools.claims --all NN       # every absolute sentence of lesson NN with its proof
 """
 
 import argparse
@@ -18,10 +18,8 @@ import sys
 from pathlib import Path
 from typing import NamedTuple
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-from course import NOTEBOOK_DIR, lesson_files, source, tags  # noqa: E402
-
-from notebook_rules import prose  # noqa: E402
+from tools.course import NOTEBOOK_DIR, lesson_files, source, tags
+from tools.notebook_rules import prose
 
 ABSOLUTE = {
     "lang-en": re.compile(

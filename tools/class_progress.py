@@ -1,6 +1,6 @@
 """The teacher's class report: every student's exercises judged by the course's own checkers, one table.
 
-    python tools/class_progress.py --roster class/data/roster.txt [--out DIR] [--timeout 300] [--memory-mib 4096]
+    python -m tools.class_progress --roster class/data/roster.txt [--out DIR] [--timeout 300] [--memory-mib 4096]
                                    [--jobs N] [LESSON ...]                        (make class-progress, as root)
 
 For each student on the roster (teachers aside) and each lesson of ~student/workspace/ they answered, a child
@@ -25,6 +25,7 @@ import argparse
 import concurrent.futures
 import csv
 import html
+import importlib
 import json
 import os
 import pwd
@@ -42,8 +43,6 @@ from pathlib import Path
 
 TOOLS = Path(__file__).resolve().parent
 ROOT = TOOLS.parent
-sys.path.insert(0, str(TOOLS))
-sys.path.insert(0, str(ROOT / "class"))
 
 PASSED, WRONG, NOT_ATTEMPTED, TIMED_OUT, OUT_OF_MEMORY = (
     "passed",
@@ -103,9 +102,9 @@ class Lesson:
 
 def course_lessons(course: Path, wanted: list[str] | None = None) -> list[Lesson]:
     import nbformat
-    from course import lesson_files
 
-    from lesson_copies import check_name, exercises
+    from tools.course import lesson_files
+    from tools.lesson_copies import check_name, exercises
 
     lessons = []
     for path in lesson_files(course):
@@ -133,9 +132,9 @@ def judge_lesson(course_path: Path, student_path: Path, result_fd: int, cell_tim
     import importlib
 
     import nbformat
-    from course import ANSI, source
 
-    from lesson_copies import check_name, exercises, is_solution, is_unanswered
+    from tools.course import ANSI, source
+    from tools.lesson_copies import check_name, exercises, is_solution, is_unanswered
 
     out = os.fdopen(result_fd, "w", buffering=1)
 
@@ -268,6 +267,7 @@ def run_as_student(
         "MPLCONFIGDIR": scratch,
         "PYTHONDONTWRITEBYTECODE": "1",
         "COURSE_HUB_DATA": os.environ.get("COURSE_HUB_DATA", ""),
+        "PYTHONPATH": str(ROOT),  # this script imports the tools package; the student's python is not the project's
     }
     command = [
         python,
@@ -482,7 +482,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.judge:
         return judge_lesson(args.judge[0], args.judge[1], args.result_fd, args.cell_timeout)
 
-    import hub
+    hub = importlib.import_module("class.hub")  # class/hub.py ("class" is a keyword, so no import statement)
 
     if os.geteuid() != 0:
         raise SystemExit("Run as root: each student's exercises run as that student.")

@@ -337,27 +337,29 @@ class Course:
 
     def target_lab(self) -> list[Step]:
         return self.venv() + [
-            self.run("tools/workspace.py", "lab", *self.workspace_args("lab"), "--", *self.split("LAB_ARGS"))
+            self.run("-m", "tools.workspace", "lab", *self.workspace_args("lab"), "--", *self.split("LAB_ARGS"))
         ]
 
     def target_notebook(self) -> list[Step]:
         return self.venv() + [
-            self.run("tools/workspace.py", "notebook", *self.workspace_args("notebook"), "--", *self.split("LAB_ARGS"))
+            self.run(
+                "-m", "tools.workspace", "notebook", *self.workspace_args("notebook"), "--", *self.split("LAB_ARGS")
+            )
         ]
 
     def target_lab_teacher(self) -> list[Step]:
-        return self.venv() + [self.run("tools/workspace.py", "teacher", "--", *self.split("LAB_ARGS"))]
+        return self.venv() + [self.run("-m", "tools.workspace", "teacher", "--", *self.split("LAB_ARGS"))]
 
     def target_progress(self) -> list[Step]:
         """Runs each workspace lesson's exercises in a fresh kernel (never writing the learner's files)."""
-        args = ["tools/progress.py", "--workspace", self.s["WORKSPACE"], *self.split("PROGRESS_ARGS")]
+        args = ["-m", "tools.progress", "--workspace", self.s["WORKSPACE"], *self.split("PROGRESS_ARGS")]
         return self.venv() + [self.run(*args)]
 
     def target_walkthrough(self) -> list[Step]:
         return (
             self.handout_extras()
             + self.target_browser()
-            + [self.run("tools/walkthrough.py", *self.split("WALKTHROUGH_ARGS"))]
+            + [self.run("-m", "tools.walkthrough", *self.split("WALKTHROUGH_ARGS"))]
         )
 
     def target_test(self) -> list[Step]:
@@ -399,7 +401,10 @@ class Course:
             "--ExecutePreprocessor.record_timing=False",
             "--ExecutePreprocessor.timeout=300",
         ]
-        return self.venv() + [self.run(*nbconvert, *notebooks), Step([self.python, "tools/tidy_errors.py", *notebooks])]
+        return self.venv() + [
+            self.run(*nbconvert, *notebooks),
+            Step([self.python, "-m", "tools.tidy_errors", *notebooks]),
+        ]
 
     def target_lint(self) -> list[Step]:
         paths = ["companion", "tests", "tools", "notebooks", "class", "conftest.py"]
@@ -415,7 +420,7 @@ class Course:
         return steps + [self.suite(str(matrix.python))]
 
     def target_bench(self) -> list[Step]:
-        return self.venv() + [self.run("tools/bench.py")]
+        return self.venv() + [self.run("-m", "tools.bench")]
 
     def target_determinism(self) -> list[Step]:
         """Outputs identical across thread counts and with PyTorch's plain CPU kernels: ATEN_CPU_CAPABILITY=default
@@ -428,11 +433,11 @@ class Course:
         ]
 
     def target_soak(self) -> list[Step]:
-        return self.venv() + [self.run("tools/soak.py", "--launches", "20")]
+        return self.venv() + [self.run("-m", "tools.soak", "--launches", "20")]
 
     def target_mutants(self) -> list[Step]:
         """Every mutant of every checker (--full, which exits 1 under 95% rejected); MUTANTS_ARGS adds options."""
-        return self.venv() + [self.run("tools/mutants.py", "--full", *self.split("MUTANTS_ARGS"))]
+        return self.venv() + [self.run("-m", "tools.mutants", "--full", *self.split("MUTANTS_ARGS"))]
 
     def target_hub(self) -> list[Step]:
         """A class on this machine: JupyterHub serving each student a private workspace (class/README.md)."""
@@ -457,7 +462,7 @@ class Course:
             self.handout_extras()
             + self.target_browser()
             + [
-                self.run("tools/handout.py", "--out", "handout"),
+                self.run("-m", "tools.handout", "--out", "handout"),
                 self.run("-m", "pytest", "-m", "handout", "tests/test_handout.py"),
             ]
         )

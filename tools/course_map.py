@@ -1,6 +1,6 @@
 """The course map (notebooks/course.toml) as each lesson's objectives box and as the README's table.
 
-    python tools/course_map.py --write    # refresh every lesson's box, the minutes in course.toml, the README map
+    python -m tools.course_map --write    # refresh every lesson's box, the minutes in course.toml, the README map
 
 Estimated time = reading + running + exercises, rounded up to 5 minutes: English prose words at 150 words a minute
 (technical text read with the code beside it), half a minute per code cell (run it, look at the output), and
@@ -14,9 +14,9 @@ import re
 from pathlib import Path
 
 import nbformat
-from course import COURSE_MAP, NOTEBOOK_DIR, course_map, source
 
-import zh_sync
+from tools import zh_sync
+from tools.course import COURSE_MAP, NOTEBOOK_DIR, course_map, source
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
@@ -60,7 +60,7 @@ def box_problem(notebook: dict, lesson: dict) -> str | None:
     if found != [2, 3]:
         return f"the objectives box must be cells 2 and 3 (after the title), found at {found}"
     if (source(notebook["cells"][2]), source(notebook["cells"][3])) != objectives_box(lesson):
-        return "the objectives box differs from notebooks/course.toml: run `python tools/course_map.py --write`"
+        return "the objectives box differs from notebooks/course.toml: run `python -m tools.course_map --write`"
     return None
 
 

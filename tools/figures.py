@@ -2,24 +2,19 @@
 `output:` quotes in English cells, whole-output quotes, the longest stored error (lines), and the absolute claims
 (never, always, only ... in both languages; tools/claims.py) with how many a cell proves.
 
-    python tools/figures.py            # the working tree
-    python tools/figures.py --at REV   # e.g. 0fa5322
+    python -m tools.figures            # the working tree
+    python -m tools.figures --at REV   # e.g. 0fa5322
 """
 
 import argparse
 import json
 import re
 import subprocess
-import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-from course import ANSI, lesson_files, source, tags  # noqa: E402
-
-from notebook_rules import OUTPUT_FENCE, cell_text, code_cells  # noqa: E402
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from claims import code_cell_ids, lesson_claims  # noqa: E402
+from tools.claims import code_cell_ids, lesson_claims
+from tools.course import ANSI, lesson_files, source, tags
+from tools.notebook_rules import OUTPUT_FENCE, cell_text, code_cells
 
 ROOT = Path(__file__).resolve().parent.parent
 

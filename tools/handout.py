@@ -1,6 +1,6 @@
 """Classroom handouts from the executed notebooks: three languages x student/teacher, as HTML, PDF and notebooks.
 
-Run `python tools/handout.py` (or `make handout`). Everything is built offline: MathJax comes from the
+Run `python -m tools.handout` (or `make handout`). Everything is built offline: MathJax comes from the
 `jupyter-server-mathjax` package (SVG output, whose glyphs are drawn from its bundled STIX-Web data, so hats and
 roots never depend on a web font), the CJK font from `companion/fonts`, and PDFs are printed by a local Chromium,
 whose CSS paged media gives the page furniture: a running header per lesson (named pages), "n / N" footers, a
@@ -31,16 +31,16 @@ from pathlib import Path
 import jupyter_server_mathjax
 import nbformat
 import torch
-from course import CHECK_CALL, CJK_RANGES, course_map, lesson_files, source
 from nbconvert import HTMLExporter
 from nbconvert.exporters.templateexporter import TemplateExporter
 from nbconvert.filters.highlight import Highlight2HTML
 from nbconvert.filters.strings import clean_html
 from nbconvert.filters.widgetsdatatypefilter import WidgetsDataTypeFilter
 
-import zh_sync
 from companion.plotting import FONT_PATH
-from lesson_copies import exercises, one_language, stub_solutions
+from tools import zh_sync
+from tools.course import CHECK_CALL, CJK_RANGES, course_map, lesson_files, source
+from tools.lesson_copies import exercises, one_language, stub_solutions
 
 ROOT = Path(__file__).resolve().parent.parent
 TEMPLATES = Path(__file__).parent / "templates"
@@ -597,7 +597,7 @@ def _shown_lines(cells: list) -> set[str]:
 
 def lesson_answers(path: Path) -> dict[str, list[str]]:
     """The telling lines of each answer cell of a lesson (lines shown above that cell left out), by where it is."""
-    from lesson_copies import answer_lines
+    from tools.lesson_copies import answer_lines
 
     cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
     answers = {}
@@ -614,7 +614,7 @@ def reference_answers(notebook_dir: Path = ROOT / "notebooks") -> dict[str, list
     import inspect
     import textwrap
 
-    from lesson_copies import answer_lines
+    from tools.lesson_copies import answer_lines
 
     shown_before: dict[str, set[str]] = {}  # checker name -> lines its lesson shows above the exercise
     for path in lesson_files(notebook_dir):

@@ -10,7 +10,8 @@ import re
 import unicodedata
 
 import nbformat
-from course import CHECK_CALL, source, tags
+
+from tools.course import CHECK_CALL, source, tags
 
 LANGUAGES = ("en", "zh", "both")
 DROPPED_TAG = {"en": "lang-zh", "zh": "lang-en", "both": None}

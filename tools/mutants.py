@@ -15,9 +15,9 @@ that is data (a dict of predictions) is mutated one entry at a time (a truth val
 equivalent (they differ from the reference only where the exercise does not ask anything) are named in EQUIVALENT
 with the reason, reported as such and left out of the score; docs/mutants.md holds the last full report.
 
-    python tools/mutants.py --full          # every checker, every mutant; exit 1 if one scores under 95% (make mutants)
-    python tools/mutants.py                 # every checker, at most 60 mutants each
-    python tools/mutants.py --only check_multi_hot --limit 20
+    python -m tools.mutants --full          # every checker, every mutant; exit 1 if one scores under 95% (make mutants)
+    python -m tools.mutants                 # every checker, at most 60 mutants each
+    python -m tools.mutants --only check_multi_hot --limit 20
 """
 
 import argparse
@@ -32,14 +32,12 @@ import textwrap
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 import torch
 from torch.utils.data import DataLoader
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from companion.exercises import GLOBAL_STATE, WrongAnswer  # noqa: E402
+from companion.exercises import GLOBAL_STATE, WrongAnswer
 
 TARGET = 0.95  # the share of differing mutants every checker must reject
 SWAPS = {ast.Add: ast.Sub, ast.Sub: ast.Add, ast.Mult: ast.Div, ast.Div: ast.Mult, ast.Pow: ast.Mult}

@@ -1,6 +1,6 @@
 """The learner's progress: run each workspace lesson's exercises with their self-checks, print a bilingual table.
 
-    python tools/progress.py [--workspace workspace] [--timeout 120] [--strict] [LESSON ...]   (make progress)
+    python -m tools.progress [--workspace workspace] [--timeout 120] [--strict] [LESSON ...]   (make progress)
 
 Each lesson runs in a fresh kernel, in a temporary folder, from its first cell to its last self-check (the
 exercises use what the lesson built before them), one cell at a time with a time limit: a cell that raises is
@@ -19,12 +19,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
-from course import ANSI, lesson_files, source
 from nbclient import NotebookClient
 
 from companion.exercises import PASS_MARK
-from lesson_copies import check_name, exercises, is_unanswered
-from workspace import DEFAULT_WORKSPACE, ROOT, Workspace
+from tools.course import ANSI, lesson_files, source
+from tools.lesson_copies import check_name, exercises, is_unanswered
+from tools.workspace import DEFAULT_WORKSPACE, ROOT, Workspace
 
 PASSED, WRONG, NOT_ATTEMPTED = "passed", "wrong", "not attempted"
 LABELS = {PASSED: "passed / 通过", WRONG: "wrong / 有误", NOT_ATTEMPTED: "not attempted / 未作答"}

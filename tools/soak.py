@@ -1,6 +1,6 @@
 """Launch lesson 12's DDP script many times in a row: a soak test of the launcher and of the script's clean exit.
 
-    python tools/soak.py --launches 20        (what `make soak` runs)
+    python -m tools.soak --launches 20        (what `make soak` runs)
 
 The script is the one notebooks/12-ddp.ipynb writes with %%writefile, taken from the notebook itself, so the soak
 tests what learners run. Each launch trains on 2 ranks on the CPU; a launch counts as good when it exits cleanly

@@ -2,7 +2,7 @@
 
 A traceback frame stores an absolute path (`/home/ada/course/.venv/lib/python3.11/site-packages/torch/...`), which
 differs per machine and tells a learner nothing. `torch/nn/functional.py:3555` says the same, everywhere.
-Usage: python tools/tidy_errors.py NOTEBOOK ...
+Usage: python -m tools.tidy_errors NOTEBOOK ...
 """
 
 import re

@@ -17,7 +17,7 @@ build/walkthrough/. One lesson is walked again in Notebook 7 (`jupyter notebook`
 Chinese workspace (`make lab COURSE_LANG=zh`), whose Lab menus must be in Chinese. Every process it started is
 stopped at the end.
 
-    python tools/walkthrough.py [LESSON ...] [--notebook7 00] [--timeout 900]
+    python -m tools.walkthrough [LESSON ...] [--notebook7 00] [--timeout 900]
 """
 
 import argparse
@@ -39,10 +39,10 @@ from pathlib import Path
 
 import nbformat
 import psutil
-from course import ANSI, lesson_files, tags
 
 from companion.ddp_launch import free_port
-from workspace import ROOT, Workspace, jupyter_command
+from tools.course import ANSI, lesson_files, tags
+from tools.workspace import ROOT, Workspace, jupyter_command
 
 OUT = ROOT / "build" / "walkthrough"
 CHROMIUM = os.environ.get("CHROMIUM", shutil.which("chromium") or "/usr/bin/chromium")

@@ -6,11 +6,11 @@ upstream are copied in when the learner's copy is untouched, and otherwise repor
 one lesson (the learner's version is kept in workspace/backups/). A manifest (workspace/.course.json) remembers the
 language and what was copied.
 
-    python tools/workspace.py lab [--lang en|zh|both] [--refresh NN] [-- jupyter options]   (make lab)
-    python tools/workspace.py notebook ...                                               (make notebook)
-    python tools/workspace.py teacher [-- jupyter options]   the source notebooks, answers included (make lab-teacher)
-    python tools/workspace.py sync [--lang ...]              copy and report, open nothing
-    python tools/workspace.py refresh NN                     fresh copy of one lesson, the old one backed up
+    python -m tools.workspace lab [--lang en|zh|both] [--refresh NN] [-- jupyter options]   (make lab)
+    python -m tools.workspace notebook ...                                               (make notebook)
+    python -m tools.workspace teacher [-- jupyter options]   the source notebooks, answers included (make lab-teacher)
+    python -m tools.workspace sync [--lang ...]              copy and report, open nothing
+    python -m tools.workspace refresh NN                     fresh copy of one lesson, the old one backed up
 
 tools/course.py (which every make target calls) passes `--command "make lab"` or `--command "python3 tools/course.py
 notebook"`: the command a message suggests is the one the learner typed, with REFRESH=NN added.
@@ -32,9 +32,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import nbformat
-from course import lesson_files
 
-from lesson_copies import LANGUAGES, edited_text, learner_copy
+from tools.course import lesson_files
+from tools.lesson_copies import LANGUAGES, edited_text, learner_copy
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOK_DIR = ROOT / "notebooks"
@@ -83,7 +83,7 @@ def lesson_command(name: str, workspace: Path, command: str | None = None) -> st
     number = name.split("-", 1)[0] if name[:2].isdigit() else name
     default = workspace.resolve() == DEFAULT_WORKSPACE.resolve()
     if command is None:
-        return f"python tools/workspace.py refresh {number}" + (
+        return f"python -m tools.workspace refresh {number}" + (
             "" if default else f" --workspace {relative(workspace)}"
         )
     return f"{command} REFRESH={number}" + ("" if default else f" WORKSPACE={relative(workspace)}")
@@ -287,7 +287,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.action == "refresh" or args.refresh:
         lesson = args.lesson if args.action == "refresh" else args.refresh
         if lesson is None:
-            parser.error("refresh needs a lesson, e.g. `python tools/workspace.py refresh 03`")
+            parser.error("refresh needs a lesson, e.g. `python -m tools.workspace refresh 03`")
         backup = workspace.refresh(lesson)
         if backup is not None:
             print(f"Your previous version is in {relative(backup)} / 你之前的版本保存在 {relative(backup)}")

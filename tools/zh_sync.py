@@ -3,9 +3,9 @@
 Every `lang-zh` cell records, in its metadata, `en_sha`: a hash of its `lang-en` twin's source when the Chinese was
 last written. When the English changes, the hash goes stale and tests/test_zh_sync.py names the pair.
 
-    python tools/zh_sync.py                          # list stale pairs, each with the diff of its English text
-    python tools/zh_sync.py --accept NOTEBOOK CELL   # after revising the Chinese: record the English it now renders
-    python tools/zh_sync.py --accept-all NOTEBOOK    # record every pair of a notebook (new lessons only)
+    python -m tools.zh_sync                          # list stale pairs, each with the diff of its English text
+    python -m tools.zh_sync --accept NOTEBOOK CELL   # after revising the Chinese: record the English it now renders
+    python -m tools.zh_sync --accept-all NOTEBOOK    # record every pair of a notebook (new lessons only)
 
 CELL is the index of the English or the Chinese cell of a pair. The diff comes from git history: the last committed
 version of the notebook whose English cell had the recorded hash.
@@ -19,7 +19,8 @@ import sys
 from pathlib import Path
 
 import nbformat
-from course import lesson_files
+
+from tools.course import lesson_files
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
@@ -101,7 +102,7 @@ def report(paths: list[Path]) -> int:
             count += 1
             recorded = notebook.cells[zh].metadata.get("en_sha")
             print(f"{path.name}: English cell {en} changed; revise Chinese cell {zh}, then")
-            print(f"    python tools/zh_sync.py --accept {path.relative_to(ROOT)} {zh}")
+            print(f"    python -m tools.zh_sync --accept {path.relative_to(ROOT)} {zh}")
             before = english_at(path, recorded) if recorded else None
             if before is None:
                 print("    (no earlier English text found: the pair was never recorded)")

@@ -9,9 +9,8 @@ import re
 from itertools import pairwise
 from pathlib import Path
 
-from course import ANSI, CJK, NOTEBOOK_DIR, source, tags
-
 from companion.exercises import PASS_MARK
+from tools.course import ANSI, CJK, NOTEBOOK_DIR, source, tags
 
 GLOSSARY = NOTEBOOK_DIR / "GLOSSARY.md"
 
