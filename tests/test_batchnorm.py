@@ -20,7 +20,6 @@ from companion.batchnorm import (
     plot_running_means,
     running_mean_history,
 )
-from companion.checks.answers.batchnorm import EXERCISES
 from companion.checks.batchnorm import check_fuse_conv_bn, check_group_norm
 from companion.exercises import PASS_MARK, WrongAnswer
 from companion.plotting import COLUMN_WIDTH, use_course_style
@@ -275,17 +274,6 @@ def test_plot_draws_one_line_per_history_and_the_true_mean():
     assert "滑动均值" in ax.get_ylabel()
     assert fig.get_size_inches()[0] <= COLUMN_WIDTH
     plt.close(fig)
-
-
-@pytest.mark.parametrize("exercise", EXERCISES, ids=lambda e: e.check.__name__)
-def test_each_exercise_passes_its_reference_and_rejects_each_typical_mistake(exercise, capsys):
-    exercise.check(exercise.reference)
-    assert capsys.readouterr().out.startswith(PASS_MARK)
-    assert len(exercise.mistakes) >= 3
-    for mistake in exercise.mistakes:
-        with pytest.raises(WrongAnswer, match=re.escape(mistake.hint)) as caught:
-            exercise.check(mistake.answer)
-        assert "提示：" in str(caught.value), f"{mistake.what}: the hint needs its Chinese half"
 
 
 def right_group_norm(x, groups, eps):

@@ -429,17 +429,7 @@ def test_plot_history_marks_the_kept_epoch_of_a_run_that_overfits():
     plt.close(fig)
 
 
-# exercise checks (each EXERCISES row is also run by tests/test_checks.py)
-
-
-@pytest.mark.parametrize("exercise", EXERCISES, ids=lambda exercise: exercise.check.__name__)
-def test_each_reference_passes_and_each_typical_mistake_gets_its_own_hint(exercise, capsys):
-    exercise.check(exercise.reference)
-    assert capsys.readouterr().out.startswith("✓ Correct / 正确: ")
-    for mistake in exercise.mistakes:
-        with pytest.raises(WrongAnswer, match=re.escape(mistake.hint)) as caught:
-            exercise.check(mistake.answer)
-        assert "提示：" in str(caught.value), f"{mistake.what}: the hint needs its Chinese line"
+# Exercise checks: right answers written another way and wrong answers beyond the EXERCISES tables
 
 
 def accumulated_step(model, optimizer, loss_fn, micro_batches):
