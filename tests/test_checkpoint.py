@@ -201,6 +201,7 @@ def temporary_files(folder):
 
 
 @pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="SIGKILL is POSIX only")
+@pytest.mark.integration  # a child process that imports torch: CI runs it with make test-integration
 def test_a_killed_save_checkpoint_leaves_the_previous_file_intact(saver, tmp_path):
     target = tmp_path / "last.pt"
     old = {"epoch": 1, "weight": torch.arange(10.0)}

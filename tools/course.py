@@ -196,6 +196,9 @@ def run_env(environ: dict[str, str] | None = None, windows: bool = IS_WINDOWS, *
     env = dict(os.environ if environ is None else environ)
     env["OMP_NUM_THREADS"] = env.get("OMP_NUM_THREADS") or "1"
     env["PYTHONHASHSEED"] = "0"
+    # Let Python keep the compiled companion, tests and tools (some images say otherwise): without it every kernel,
+    # rank and test worker compiles companion again, about a second each.
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     if windows:
         env["PYTHONUTF8"] = "1"  # the lessons are UTF-8 (Chinese); Windows would otherwise read them as cp1252
     env.update(extra)
