@@ -9,8 +9,10 @@ import matplotlib.pyplot as plt
 import pytest
 import torch
 
+from companion import autograd
 from companion.autograd import _node_name, backward_graph, plot_backward, trace_backward
 from companion.plotting import COLUMN_WIDTH, use_course_style
+from tests.bad_inputs import bad
 
 
 def lesson_graph():
@@ -160,3 +162,36 @@ def test_the_figure_draws_the_real_nodes_edges_and_gradients():
 def test_bad_arguments_name_the_fix(call, error, message):
     with pytest.raises(error, match=re.escape(message)):
         call()
+
+
+# Wrong calls and the fix each error names (tests/test_bad_inputs.py runs every file's BAD_CALLS)
+BAD_CALLS = [
+    bad(
+        autograd.backward_graph,
+        (2.0,),
+        TypeError,
+        "output must be a torch.Tensor computed from a tensor that requires grad",
+        "not-a-tensor",
+    ),
+    bad(
+        autograd.backward_graph,
+        (torch.ones(2),),
+        ValueError,
+        "compute it from a tensor created with requires_grad=True",
+        "no-grad-fn",
+    ),
+    bad(
+        autograd.backward_graph,
+        (torch.ones(2, requires_grad=True) * 2, {"x": 1.0}),
+        TypeError,
+        "names must be a dict from a label to a tensor",
+        "names",
+    ),
+    bad(
+        autograd.trace_backward,
+        (torch.ones(2, requires_grad=True) * 2,),
+        ValueError,
+        "reduce it first, e.g. output.sum()",
+        "not-scalar",
+    ),
+]

@@ -12,6 +12,7 @@ import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from companion import batchnorm
 from companion.batchnorm import (
     BatchNorm2dReference,
     channel_statistics,
@@ -23,6 +24,7 @@ from companion.batchnorm import (
 from companion.checks.batchnorm import check_fuse_conv_bn, check_group_norm
 from companion.exercises import PASS_MARK, WrongAnswer
 from companion.plotting import COLUMN_WIDTH, use_course_style
+from tests.bad_inputs import BN3, FEATURES, bad
 
 
 def assert_close(got, want):
@@ -235,13 +237,11 @@ def test_inputs_torch_skips_checking_are_rejected_on_purpose():
         (lambda: BatchNorm2dReference(3)(torch.ones(2, 3, 2, 2, dtype=torch.long)), TypeError, "x.float()"),
         (lambda: BatchNorm2dReference(3)([[1.0]]), TypeError, "tensor of shape (N, C, H, W)"),
         (lambda: channel_statistics(torch.randn(2, 3)), ValueError, "4-d input"),
-        (lambda: BatchNorm2dReference(3, momentum=1.5), ValueError, "pass None for a cumulative average"),
         (lambda: BatchNorm2dReference(3, momentum=-0.1), ValueError, "weight of the NEW batch statistic"),
         (lambda: BatchNorm2dReference(3, momentum="0.1"), TypeError, "number in [0, 1] or None"),
         (lambda: BatchNorm2dReference(3.0), TypeError, "num_features (the number of channels C) must be an int"),
         (lambda: BatchNorm2dReference(0), ValueError, "must be at least 1"),
         (lambda: BatchNorm2dReference(3, eps=0.0), ValueError, "such as 1e-5"),
-        (lambda: BatchNorm2dReference(3, affine=1), TypeError, "affine must be True or False"),
         (lambda: BatchNorm2dReference(3, track_running_stats=None), TypeError, "track_running_stats must be"),
         (lambda: BatchNorm2dReference(3).train("eval"), TypeError, "True or False"),
     ],
@@ -341,3 +341,122 @@ def test_group_norm_check_leaves_pytorchs_group_norm_working_afterwards():
 def test_checkers_reject_other_wrong_answers_with_a_hint(check, wrong, hint):
     with pytest.raises(WrongAnswer, match=re.escape(hint)):
         check(wrong)
+
+
+# Wrong calls and the fix each error names (tests/test_bad_inputs.py runs every file's BAD_CALLS)
+BAD_CALLS = [
+    bad(
+        batchnorm.channel_statistics,
+        ([[1.0, 2.0]],),
+        TypeError,
+        "the input must be a tensor of shape (N, C, H, W)",
+        "list",
+    ),
+    bad(
+        batchnorm.channel_statistics,
+        (FEATURES[0],),
+        ValueError,
+        "for a single image add the batch dimension with x.unsqueeze(0)",
+        "one-image",
+    ),
+    bad(batchnorm.channel_statistics, (torch.randn(8, 3),), ValueError, "for (N, C) use BatchNorm1d", "2d"),
+    bad(
+        batchnorm.channel_statistics,
+        (FEATURES.long(),),
+        TypeError,
+        "must hold floating-point numbers, not torch.int64: use x.float()",
+        "int",
+    ),
+    bad(
+        batchnorm.normalize_per_channel,
+        (FEATURES[0],),
+        ValueError,
+        "add the batch dimension with x.unsqueeze(0)",
+        "one-image",
+    ),
+    bad(
+        batchnorm.normalize_per_channel,
+        (FEATURES,),
+        ValueError,
+        "eps must be a small positive number such as 1e-5",
+        "negative-eps",
+        eps=-1.0,
+    ),
+    bad(
+        batchnorm.normalize_per_position,
+        (FEATURES.long(),),
+        TypeError,
+        "must hold floating-point numbers, not torch.int64: use x.float()",
+        "int",
+    ),
+    bad(batchnorm.normalize_per_position, (torch.randn(8, 3),), ValueError, "for (N, C) use BatchNorm1d", "2d"),
+    bad(
+        batchnorm.BatchNorm2dReference,
+        ("3",),
+        TypeError,
+        "num_features (the number of channels C) must be an int such as 1",
+        "str-features",
+    ),
+    bad(
+        batchnorm.BatchNorm2dReference,
+        (0,),
+        ValueError,
+        "num_features (the number of channels C) must be at least 1",
+        "no-features",
+    ),
+    bad(
+        batchnorm.BatchNorm2dReference,
+        (3,),
+        ValueError,
+        "eps must be a small positive number such as 1e-5",
+        "zero-eps",
+        eps=0,
+    ),
+    bad(
+        batchnorm.BatchNorm2dReference,
+        (3,),
+        TypeError,
+        "momentum must be a number in [0, 1] or None",
+        "str-momentum",
+        momentum="0.1",
+    ),
+    bad(
+        batchnorm.BatchNorm2dReference,
+        (3,),
+        ValueError,
+        "pass None for a cumulative average",
+        "momentum-above-1",
+        momentum=1.5,
+    ),
+    bad(batchnorm.BatchNorm2dReference, (3,), TypeError, "affine must be True or False", "str-affine", affine="yes"),
+    bad(
+        batchnorm.BatchNorm2dReference,
+        (3,),
+        TypeError,
+        "track_running_stats must be True or False",
+        "int-flag",
+        track_running_stats=1,
+    ),
+    bad(
+        batchnorm.BatchNorm2dReference.from_module,
+        (nn.BatchNorm1d(3),),
+        TypeError,
+        "from_module copies an nn.BatchNorm2d",
+        "batchnorm1d",
+    ),
+    bad(BN3.train, ("eval",), TypeError, "mode must be True or False", "str-mode"),
+    bad(
+        BN3.__call__,
+        (torch.randn(2, 4, 3, 3),),
+        ValueError,
+        "build it with num_features=4, or check which dimension holds the channels (it must be dimension 1)",
+        "channels",
+    ),
+    bad(
+        BN3.__call__,
+        (torch.randn(1, 3, 1, 1),),
+        ValueError,
+        "use a batch of at least 2 samples (or a larger feature map), or call eval() first",
+        "one-value-per-channel",
+    ),
+]

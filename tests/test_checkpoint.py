@@ -22,9 +22,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from torch import nn
 from torch.nn.modules.utils import consume_prefix_in_state_dict_if_present
-from torch.utils.data import TensorDataset
+from torch.utils.data import DataLoader, TensorDataset
 
-from companion import _torch_errors
+from companion import _torch_errors, checkpoint
 from companion.checkpoint import (
     DIGEST_MARK,
     PAYLOAD_LOG,
@@ -51,7 +51,9 @@ from companion.checkpoint import (
 )
 from companion.checks.checkpoint import check_resume
 from companion.data import digits_datasets
+from companion.exercises import WrongAnswer
 from companion.plotting import COLUMN_WIDTH, use_course_style
+from tests.bad_inputs import DIGITS_MODEL, GOOD_FILE, IMAGES, LINEAR, OTHER, SGD, STATE, bad, file_with, in_tmp, saved
 
 
 @pytest.fixture(scope="module")
@@ -912,7 +914,6 @@ def test_strip_prefix_equals_consume_prefix_on_random_keys(entries, prefix):
 @pytest.mark.parametrize(
     ("state_dict", "prefix", "error", "fix"),
     [
-        ({"module.w": torch.ones(1)}, "module", ValueError, "pass 'module.'"),
         ({"module.w": torch.ones(1)}, "", TypeError, "'module.'"),
         ({"module.w": torch.ones(1)}, 3, TypeError, "non-empty str"),
         (nn.Linear(1, 1), "module.", TypeError, r"state_dict\(\)"),
@@ -1065,18 +1066,6 @@ def test_states_equal_is_exact():
     assert not states_equal(a, OrderedDict(list(a.items())[:-1]))
 
 
-@pytest.mark.parametrize(
-    ("call", "fix"),
-    [
-        (lambda data: train_epochs(*new_run(data), epochs=-1), "epochs must be an int >= 0"),
-        (lambda data: train_epochs(*new_run(data), epochs=1.5), "epochs must be an int >= 0"),
-    ],
-)
-def test_helper_bad_arguments_name_the_fix(small_set, call, fix):
-    with pytest.raises(ValueError, match=fix):
-        call(small_set)
-
-
 # ---------------------------------------------------------------------------------------------------------------
 # Exercise checks (tests/test_checks.py runs their tables of wrong answers).
 
@@ -1089,3 +1078,224 @@ def test_check_resume_leaves_the_random_state_alone_and_takes_the_pair_either_wa
     check_resume(capture, restore)
     assert capsys.readouterr().out.startswith("✓ Correct / 正确: the resumed run ends with exactly")
     assert torch.equal(torch.get_rng_state(), state)
+
+
+# Wrong calls and the fix each error names (tests/test_bad_inputs.py runs every file's BAD_CALLS)
+BAD_CALLS = [
+    bad(
+        check_resume,
+        (lambda *args: {}, {"epoch": 2}),
+        WrongAnswer,
+        "Pass the two functions themselves: check_resume(capture, restore), without ().",
+        "dict-restore",
+    ),
+    bad(
+        checkpoint.train_epochs,
+        (DIGITS_MODEL, SGD, DataLoader(IMAGES), -1),
+        ValueError,
+        "epochs must be an int >= 0",
+        "negative",
+    ),
+    bad(
+        checkpoint.train_epochs,
+        (DIGITS_MODEL, SGD, DataLoader(IMAGES), 1.5),
+        ValueError,
+        "epochs must be an int >= 0",
+        "float",
+    ),
+    bad(
+        checkpoint.accuracy, (DIGITS_MODEL, DataLoader(IMAGES)), TypeError, "a TensorDataset(images, labels)", "loader"
+    ),
+    bad(checkpoint.states_equal, (LINEAR, OTHER), TypeError, "pass model.state_dict()", "models"),
+    bad(
+        checkpoint.save_checkpoint,
+        (STATE, 123),
+        TypeError,
+        "path must be a file path (str or pathlib.Path) like 'last.pt'",
+        "int-path",
+    ),
+    bad(
+        checkpoint.save_checkpoint,
+        (STATE, in_tmp()),
+        IsADirectoryError,
+        "pass a file path inside it, such as folder / 'last.pt'",
+        "folder",
+    ),
+    bad(
+        checkpoint.save_checkpoint,
+        (STATE, in_tmp("runs", "last.pt")),
+        FileNotFoundError,
+        "create it first with path.parent.mkdir(parents=True)",
+        "missing-folder",
+    ),
+    bad(
+        checkpoint.load_checkpoint,
+        (STATE,),
+        TypeError,
+        "path must be a file path (str or pathlib.Path) like 'last.pt'",
+        "state-instead-of-path",
+    ),
+    bad(
+        checkpoint.load_checkpoint,
+        (GOOD_FILE,),
+        TypeError,
+        "weights_only must be True or False",
+        "str-weights-only",
+        weights_only="yes",
+    ),
+    bad(
+        checkpoint.load_checkpoint,
+        (GOOD_FILE,),
+        TypeError,
+        "map_location must be a device such as 'cpu' or torch.device('cuda:0')",
+        "int-map-location",
+        map_location=0,
+    ),
+    bad(
+        checkpoint.load_checkpoint,
+        (GOOD_FILE,),
+        ValueError,
+        "pass 'cpu', 'cuda', 'cuda:0' or 'mps'",
+        "unknown-device",
+        map_location="gpu",
+    ),
+    bad(
+        checkpoint.load_checkpoint,
+        (GOOD_FILE,),
+        TypeError,
+        "e.g. safe_globals=[RunConfig]",
+        "one-class-not-a-list",
+        safe_globals=nn.Linear,
+    ),
+    bad(
+        checkpoint.load_checkpoint,
+        (in_tmp("nope.pt"),),
+        CheckpointError,
+        "check the path, or start training from scratch",
+        "missing-file",
+    ),
+    bad(checkpoint.load_checkpoint, (in_tmp(),), CheckpointError, "pass the file inside it", "folder"),
+    bad(
+        checkpoint.load_checkpoint,
+        (file_with(lambda good: b"", "empty"),),
+        CheckpointError,
+        "load an earlier checkpoint, and save with save_checkpoint, which never leaves a partial file",
+        "empty-file",
+    ),
+    bad(
+        checkpoint.load_checkpoint,
+        (file_with(lambda good: good[: len(good) // 2], "first half"),),
+        CheckpointError,
+        "Load an earlier checkpoint, and save with save_checkpoint, which never leaves a partial file",
+        "truncated-half",
+    ),
+    bad(
+        checkpoint.load_checkpoint,
+        (file_with(lambda good: good[:-10], "last 10 bytes cut"),),
+        CheckpointError,
+        "Load an earlier checkpoint, and save with save_checkpoint",
+        "truncated-end",
+    ),
+    bad(
+        checkpoint.load_checkpoint,
+        (file_with(lambda good: good[:300] + bytes(50) + good[350:], "zeros inside"),),
+        CheckpointError,
+        "Load an earlier checkpoint, and save with save_checkpoint",
+        "corrupt-zeros",
+    ),
+    bad(
+        checkpoint.load_checkpoint,
+        (file_with(lambda good: bytes(range(256)) * 3, "random bytes"),),
+        CheckpointError,
+        "Load an earlier checkpoint, and save with save_checkpoint",
+        "corrupt-random-bytes",
+    ),
+    bad(
+        checkpoint.load_checkpoint,
+        (file_with(lambda good: b"epoch 3, loss 0.25\n", "a text file"),),
+        CheckpointError,
+        "Load an earlier checkpoint, and save with save_checkpoint",
+        "text-file",
+    ),
+    bad(
+        checkpoint.load_checkpoint,
+        (saved(lambda: nn.Linear(2, 1), "a pickled model"),),
+        CheckpointError,
+        "If the file holds a whole pickled model, load its state_dict instead",
+        "pickled-model",
+    ),
+    bad(checkpoint.load_partial_state_dict, ("model", STATE), TypeError, "model must be an nn.Module", "str-model"),
+    bad(
+        checkpoint.load_partial_state_dict,
+        (LINEAR, OTHER),
+        TypeError,
+        "pass the model's state_dict(), not the model itself: other_model.state_dict()",
+        "model",
+    ),
+    bad(
+        checkpoint.load_partial_state_dict,
+        (LINEAR, {"weights": STATE, "epoch": 3}),
+        ValueError,
+        "pass the model's part, e.g. checkpoint['weights']",
+        "whole-checkpoint",
+    ),
+    bad(
+        checkpoint.load_partial_state_dict,
+        (LINEAR, list(STATE.items())),
+        TypeError,
+        "state_dict must be a mapping of names to tensors",
+        "list",
+    ),
+    bad(
+        checkpoint.load_partial_state_dict,
+        (LINEAR, {0: STATE["weight"]}),
+        TypeError,
+        "state_dict keys must be str names such as 'head.weight'",
+        "int-key",
+    ),
+    bad(
+        checkpoint.load_partial_state_dict,
+        (LINEAR, {"weight": STATE["weight"].tolist()}),
+        TypeError,
+        "not a tensor: pass model.state_dict()",
+        "list-value",
+    ),
+    bad(checkpoint.strip_prefix, (STATE,), ValueError, "pass 'module.'", "no-dot", prefix="module"),
+    bad(
+        checkpoint.strip_prefix,
+        (STATE,),
+        TypeError,
+        "prefix must be a non-empty str such as 'module.'",
+        "empty",
+        prefix="",
+    ),
+    bad(
+        checkpoint.strip_prefix,
+        ({"module.weight": STATE["weight"], "weight": STATE["weight"]},),
+        ValueError,
+        "pass a state_dict from one model",
+        "collision",
+    ),
+    bad(checkpoint.strip_prefix, (LINEAR,), TypeError, "pass the model's state_dict(), not the model itself", "model"),
+    bad(
+        checkpoint.eval_frozen_batchnorm,
+        (DIGITS_MODEL.state_dict(),),
+        TypeError,
+        "model must be an nn.Module",
+        "state-dict",
+    ),
+    bad(
+        checkpoint.verify_digest,
+        (in_tmp("nope.pt"),),
+        CheckpointError,
+        "check the path, or start training from scratch",
+        "missing-file",
+    ),
+    bad(
+        checkpoint.verify_digest,
+        (STATE,),
+        TypeError,
+        "path must be a file path (str or pathlib.Path) like 'last.pt'",
+        "state-instead-of-path",
+    ),
+]

@@ -18,7 +18,9 @@ from torch import nn
 import companion
 import companion.checks
 import companion.checks.answers
+from companion import exercises
 from companion.exercises import PASS_MARK, Exercise, WrongAnswer, call_learner, sandbox
+from tests.bad_inputs import bad
 from tools.course import CJK, lesson_files
 from tools.handout import COMPARED_WITH_PYTORCH, answer_leaks, lesson_answers, reference_answers
 
@@ -222,3 +224,15 @@ def test_an_answer_is_found_in_shipped_code_but_not_in_the_answers(tmp_path):
     assert answer_leaks(tmp_path, {name: solution}) == {name: ["course.py"]}
     (tmp_path / "course.py").write_text(f"def idiom():\n    {solution[0]}\n", encoding="utf-8")
     assert answer_leaks(tmp_path, {name: solution}) == {}, "one line of a longer answer is an idiom, not the answer"
+
+
+# Wrong calls and the fix each error names (tests/test_bad_inputs.py runs every file's BAD_CALLS)
+BAD_CALLS = [
+    bad(
+        exercises.require,
+        (torch.tensor([True, False]), "hint", "提示"),
+        TypeError,
+        "reduce it to one bool with .all() or .any()",
+        "tensor-condition",
+    ),
+]

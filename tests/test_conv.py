@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from torch import nn
 
+from companion import conv
 from companion.checks.conv import CAUSAL_CASES, POOL_CASES, _causal_cases, check_causal_conv1d, check_pool_output_length
 from companion.conv import (
     _sampled_positions,
@@ -28,6 +29,7 @@ from companion.conv import (
 )
 from companion.exercises import WrongAnswer
 from companion.plotting import COLUMN_WIDTH, use_course_style
+from tests.bad_inputs import IMAGE, KERNELS, bad
 
 
 def int_or_pair(low: int, high: int):
@@ -177,14 +179,12 @@ BAD_ARGUMENTS = [
     ((1, 4, 8, 8), (2, 4, 3, 3), {"stride": (1, -1)}, ValueError, "stride must be positive"),
     ((1, 4, 8, 8), (2, 4, 3, 3), {"dilation": 0}, ValueError, "dilation must be positive"),
     ((1, 4, 8, 8), (2, 4, 3, 3), {"padding": -1}, ValueError, "non-negative"),
-    ((1, 4, 8, 8), (2, 4, 3, 3), {"groups": 0}, ValueError, "1 is an ordinary convolution"),
     ((1, 4, 8, 8), (2, 4, 3, 3), {"stride": 2, "padding": "same"}, ValueError, "needs stride=1"),
     ((1, 4, 8, 8), (2, 4, 3, 3), {"padding": "full"}, ValueError, "'same', 'valid'"),
     ((1, 4, 8, 8), (2, 4, 3, 3), {"stride": 1.5}, TypeError, "int or a pair of ints"),
     ((1, 4, 8, 8), (2, 4, 3, 3), {"stride": (1, 2, 3)}, TypeError, "int or a pair of ints"),
     ((1, 4, 8, 8), (2, 4, 3, 3), {"groups": 1.0}, TypeError, "groups must be an int"),
     ((8, 8), (2, 4, 3, 3), {}, ValueError, "pass (N, C_in, H, W)"),
-    ((1, 4, 8, 8), (2, 4, 3), {}, ValueError, "pass (C_out, C_in // groups, kH, kW)"),
 ]
 
 
@@ -420,3 +420,179 @@ def test_check_causal_conv1d_accepts_a_slow_loop_and_lets_unrelated_errors_throu
 
     with pytest.raises(RuntimeError, match="something else"):
         check_causal_conv1d(broken)
+
+
+# Wrong calls and the fix each error names (tests/test_bad_inputs.py runs every file's BAD_CALLS)
+BAD_CALLS = [
+    bad(
+        conv.effective_kernel_size,
+        ("3",),
+        TypeError,
+        "kernel_size must be an int or a pair of ints such as (2, 1)",
+        "str",
+    ),
+    bad(conv.effective_kernel_size, (0,), ValueError, "kernel_size must be positive (>= 1)", "zero"),
+    bad(
+        conv.effective_kernel_size,
+        (3,),
+        TypeError,
+        "dilation must be an int or a pair of ints such as (2, 1)",
+        "triple-dilation",
+        dilation=(1, 2, 3),
+    ),
+    bad(
+        conv.padding_sides,
+        ("full", 3),
+        ValueError,
+        "padding must be 'same', 'valid', an int or a pair of ints",
+        "unknown-string",
+    ),
+    bad(
+        conv.padding_sides,
+        ("same", 3),
+        ValueError,
+        "with a larger stride give the padding as numbers",
+        "same-with-stride",
+        stride=2,
+    ),
+    bad(conv.padding_sides, (-1, 3), ValueError, "padding must be non-negative (>= 0)", "negative"),
+    bad(
+        conv.conv2d_output_size,
+        (3, 5),
+        ValueError,
+        "use a larger input, more padding, a smaller kernel or a smaller dilation",
+        "kernel-too-large",
+    ),
+    bad(conv.conv2d_output_size, (0, 3), ValueError, "input_size must be positive (>= 1)", "empty-input"),
+    bad(conv.conv2d_output_size, (8, 3), ValueError, "stride must be positive (>= 1)", "zero-stride", stride=0),
+    bad(
+        conv.conv2d_output_size,
+        (8, 3),
+        TypeError,
+        "padding must be an int or a pair of ints such as (2, 1)",
+        "float-padding",
+        padding=1.5,
+    ),
+    bad(
+        conv.conv2d_reference,
+        (IMAGE.tolist(), KERNELS),
+        TypeError,
+        "e.g. torch.randn(1, 3, 8, 8) and torch.randn(4, 3, 3, 3)",
+        "list-input",
+    ),
+    bad(
+        conv.conv2d_reference,
+        (IMAGE, KERNELS, [0.0, 0.0]),
+        TypeError,
+        "bias must be None or a tensor of shape (out_channels,)",
+        "list-bias",
+    ),
+    bad(
+        conv.conv2d_reference,
+        (torch.randn(5, 5), KERNELS),
+        ValueError,
+        "pass (N, C_in, H, W), or (C_in, H, W) for one image",
+        "2d-input",
+    ),
+    bad(conv.conv2d_reference, (IMAGE, KERNELS[0]), ValueError, "pass (C_out, C_in // groups, kH, kW)", "3d-weight"),
+    bad(
+        conv.conv2d_reference,
+        (IMAGE, KERNELS),
+        TypeError,
+        "groups must be an int such as 1",
+        "float-groups",
+        groups=1.0,
+    ),
+    bad(conv.conv2d_reference, (IMAGE, KERNELS), ValueError, "1 is an ordinary convolution", "zero-groups", groups=0),
+    bad(
+        conv.conv2d_reference,
+        (IMAGE, torch.randn(3, 1, 3, 3)),
+        ValueError,
+        "choose groups among the divisors [1, 2, 4]",
+        "groups-not-dividing-input",
+        groups=3,
+    ),
+    bad(
+        conv.conv2d_reference,
+        (IMAGE, torch.randn(3, 2, 3, 3)),
+        ValueError,
+        "use a multiple of 2 kernels",
+        "groups-not-dividing-output",
+        groups=2,
+    ),
+    bad(
+        conv.conv2d_reference,
+        (IMAGE, torch.randn(2, 3, 3, 3)),
+        ValueError,
+        "pass weight of shape (2, 4, 3, 3)",
+        "weight-channels",
+    ),
+    bad(
+        conv.conv2d_reference,
+        (IMAGE, KERNELS, torch.zeros(3)),
+        ValueError,
+        "pass one number per output channel, (2,)",
+        "bias-shape",
+    ),
+    bad(
+        conv.conv2d_reference,
+        (IMAGE, KERNELS),
+        ValueError,
+        "padding must be 'same', 'valid', an int or a pair of ints",
+        "unknown-padding",
+        padding="full",
+    ),
+    bad(conv.conv2d_reference, (IMAGE.long(), KERNELS), TypeError, "pass input.float()", "int-input"),
+    bad(
+        conv.dilate_kernel,
+        (torch.ones(3), 2),
+        TypeError,
+        "weight must be a tensor whose last two dimensions are (kH, kW)",
+        "1d-weight",
+    ),
+    bad(conv.dilate_kernel, (KERNELS, 0), ValueError, "dilation must be positive (>= 1)", "zero-dilation"),
+    bad(
+        conv.receptive_field,
+        ([(3, 1)],),
+        TypeError,
+        "each layer must be a (kernel_size, stride, dilation) triple of ints",
+        "pair",
+    ),
+    bad(
+        conv.receptive_field,
+        ([(3.0, 1, 1)],),
+        TypeError,
+        "each layer must be a (kernel_size, stride, dilation) triple of ints",
+        "float",
+    ),
+    bad(
+        conv.receptive_field,
+        ([(3, 0, 1)],),
+        ValueError,
+        "kernel_size, stride and dilation must be positive",
+        "zero-stride",
+    ),
+    bad(conv.receptive_field, (3,), TypeError, "a list of (kernel_size, stride, dilation) triples", "int"),
+    bad(
+        conv.measure_receptive_field,
+        ("conv", 9),
+        TypeError,
+        "model must be an nn.Module such as nn.Conv2d(1, 1, 3)",
+        "str-model",
+    ),
+    bad(
+        conv.measure_receptive_field,
+        (nn.Conv2d(1, 1, 3), 0),
+        ValueError,
+        "input_size must be positive (>= 1)",
+        "empty-input",
+    ),
+    bad(conv.measure_receptive_field, (nn.Conv2d(3, 1, 3), 9), ValueError, "pass in_channels=3", "in-channels"),
+    bad(
+        conv.count_read_positions,
+        ("conv", 9),
+        TypeError,
+        "model must be an nn.Module such as nn.Conv2d(1, 1, 3)",
+        "str-model",
+    ),
+]

@@ -7,9 +7,11 @@ import numpy as np
 import pytest
 import torch
 
+from companion import course
 from companion.checks.course import check_repeatable_draws
 from companion.course import _show_raising_line, environment_report, setup_notebook, show_source
 from companion.exercises import WrongAnswer
+from tests.bad_inputs import bad
 
 
 @pytest.fixture(autouse=True)
@@ -100,8 +102,6 @@ def test_check_repeatable_draws_rejects_wrong_answers_with_a_hint(wrong, hint):
 def test_show_source_prints_the_code_itself(capsys):
     show_source(seeded_pair)
     assert capsys.readouterr().out.startswith("def seeded_pair():\n    torch.manual_seed(3)")
-    with pytest.raises(TypeError, match="takes a function, method or class"):
-        show_source("seeded_pair")
 
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -156,3 +156,12 @@ def test_xmode_verbose_gives_the_full_traceback_back(shell):
     shell.run_line_magic("xmode", "Minimal")
     shell.run_cell("y = 1\nx.view(2, 2)", store_history=True)
     assert shell.shown.pop().splitlines()[0] == "Cell In[3], line 2"
+
+
+# Wrong calls and the fix each error names (tests/test_bad_inputs.py runs every file's BAD_CALLS)
+BAD_CALLS = [
+    bad(course.setup_notebook, ("0",), TypeError, "seed must be an int such as 0", "str"),
+    bad(course.setup_notebook, (True,), TypeError, "seed must be an int such as 0", "bool"),
+    bad(course.setup_notebook, (2**32,), ValueError, "seed must be between 0 and 2**32 - 1", "too-large"),
+    bad(course.show_source, (3,), TypeError, "takes a function, method or class", "not-code"),
+]

@@ -11,6 +11,7 @@ import torch
 from torch.utils.data import DataLoader
 
 import companion.data
+from companion import data
 from companion.checks.answers.data import EXERCISES
 from companion.checks.data import check_pad_collate
 from companion.data import (
@@ -24,6 +25,7 @@ from companion.data import (
 )
 from companion.exercises import WrongAnswer
 from companion.plotting import use_course_style
+from tests.bad_inputs import bad
 
 
 def test_digits_are_scaled_images_with_labels():
@@ -265,9 +267,27 @@ def test_with_two_workers_the_stream_comes_out_twice_unless_each_takes_its_share
     [
         (0, True, ValueError, "stop must be a positive int"),
         (2.0, True, ValueError, "stop must be a positive int"),
-        (6, "yes", TypeError, "take_share must be True or False"),
     ],
 )
 def test_number_stream_names_a_bad_argument(stop, take_share, error, message):
     with pytest.raises(error, match=message):
         NumberStream(stop, take_share=take_share)
+
+
+# Wrong calls and the fix each error names (tests/test_bad_inputs.py runs every file's BAD_CALLS)
+BAD_CALLS = [
+    bad(data.digits_datasets, (1.5,), ValueError, "between 0 and 1 (e.g. 0.25)", "above-1"),
+    bad(data.digits_datasets, (0,), ValueError, "between 0 and 1 (e.g. 0.25)", "0"),
+    bad(
+        data.digits_datasets,
+        ("0.25",),
+        TypeError,
+        "test_fraction must be a number between 0 and 1 (e.g. 0.25)",
+        "str-fraction",
+    ),
+    bad(data.digits_datasets, (), TypeError, "seed must be an int such as 0", "str-seed", seed="0"),
+    bad(data.NoisyIndices, (0,), ValueError, "length must be a positive int such as 8", "zero"),
+    bad(data.reseed_worker, (0,), RuntimeError, "pass it as DataLoader(worker_init_fn=...)", "outside-a-worker"),
+    bad(data.NumberStream, (0,), ValueError, "stop must be a positive int such as 8", "zero"),
+    bad(data.NumberStream, (6,), TypeError, "take_share must be True or False", "str-take-share", take_share="yes"),
+]

@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 from torch import nn
 from torch.utils.data import DataLoader, DistributedSampler
 
-from companion import ddp_launch
+from companion import ddp, ddp_launch
 from companion.checkpoint import load_checkpoint
 from companion.ddp import (
     device_and_backend,
@@ -57,6 +57,7 @@ from companion.ddp_launch import (
 from companion.exercises import WrongAnswer
 from companion.plotting import use_course_style
 from companion.training import train_one_epoch
+from tests.bad_inputs import SCRIPT, bad, in_tmp
 from tools import soak
 
 TOLERANCE = 1e-6  # the lesson's claim: DDP's parameters equal one process's to within this
@@ -270,11 +271,7 @@ def test_device_and_backend_refuses_bad_ranks(local_rank, error, fix):
 
 def test_local_rank_comes_from_the_argument_or_the_environment():
     assert local_rank_from(3, {"LOCAL_RANK": "1"}) == 3
-    assert local_rank_from(None, {"LOCAL_RANK": "1"}) == 1
-    with pytest.raises(ValueError, match="start the script with torchrun"):
-        local_rank_from(None, {})
-    with pytest.raises(ValueError, match="not a number"):
-        local_rank_from(None, {"LOCAL_RANK": "one"})
+    assert local_rank_from(None, {"LOCAL_RANK": "1"}) == 1  # without either: a BAD_CALLS row below
 
 
 @settings(max_examples=60, deadline=None)
@@ -512,3 +509,138 @@ def test_check_shard_refuses_the_global_generator_and_accepts_the_sampler_itself
     assert torch.equal(torch.random.get_rng_state(), state)  # the harness put the caller's generator back
     check_shard(the_sampler)
     assert capsys.readouterr().out.startswith("✓ Correct")
+
+
+# Wrong calls and the fix each error names (tests/test_bad_inputs.py runs every file's BAD_CALLS)
+BAD_CALLS = [
+    bad(
+        ddp.device_and_backend,
+        ("0",),
+        TypeError,
+        "local_rank must be an int such as int(os.environ['LOCAL_RANK'])",
+        "str",
+    ),
+    bad(ddp.device_and_backend, (-1,), ValueError, "read it from $LOCAL_RANK", "negative"),
+    bad(
+        ddp.device_and_backend, (0,), ValueError, "use 'cpu', 'cuda', 'cuda:N' or 'mps'", "unknown-device", prefer="gpu"
+    ),
+    bad(
+        ddp.local_rank_from,
+        (None, {}),
+        ValueError,
+        "start the script with torchrun (python -m torch.distributed.run --nproc-per-node=2 ...)",
+        "nothing-set",
+    ),
+    bad(
+        ddp.local_rank_from,
+        (None, {"LOCAL_RANK": "zero"}),
+        ValueError,
+        "start the script with torchrun",
+        "not-a-number",
+    ),
+    bad(ddp_launch.torchrun_command, (0, "train.py"), ValueError, "nproc must be between 1 and 64", "zero"),
+    bad(ddp_launch.torchrun_command, ("2", "train.py"), TypeError, "nproc must be an int such as 1", "str"),
+    bad(
+        ddp_launch.torchrun_command,
+        (2, "train.py", "--epochs", 2),
+        TypeError,
+        "pass the script's arguments as strings, e.g. '--epochs', '2'",
+        "int-argument",
+    ),
+    bad(
+        ddp_launch.node_command,
+        (2, 2, 1, 29500, "train.py"),
+        ValueError,
+        "node_rank must be in 0..1 for nnodes=2",
+        "node-rank",
+    ),
+    bad(
+        ddp_launch.node_command, (0, 0, 1, 29500, "train.py"), ValueError, "nnodes must be between 1 and 64", "no-nodes"
+    ),
+    bad(
+        ddp_launch.node_command,
+        (2, 0, 1, 29500, "train.py"),
+        ValueError,
+        "rendezvous must be 'static' or 'c10d'",
+        "rendezvous",
+        rendezvous="etcd",
+    ),
+    bad(ddp_launch.node_command, (1, 0, 1, -1, "train.py"), ValueError, "e.g. free_port()", "negative-port"),
+    bad(
+        ddp_launch.shown,
+        ("torchrun --standalone --nproc-per-node=2",),
+        TypeError,
+        "pass the command as a list of words",
+        "str",
+    ),
+    bad(
+        ddp_launch.worker_environment,
+        (),
+        TypeError,
+        "device must be a name such as 'cpu' or 'cuda'",
+        "int-device",
+        device=0,
+    ),
+    bad(
+        ddp_launch.launch,
+        (SCRIPT,),
+        ValueError,
+        "nproc must be between 1 and 64",
+        "zero",
+        nproc=0,
+        workdir=in_tmp("launch"),
+    ),
+    bad(
+        ddp_launch.launch,
+        (SCRIPT, "--out", "results"),
+        ValueError,
+        "do not pass --out: the launcher gives the ranks their folder (use workdir= to keep it)",
+        "out",
+    ),
+    bad(ddp_launch.launch, (SCRIPT, "--epochs", 2), TypeError, "e.g. '--epochs', '2'", "int-argument"),
+    bad(
+        ddp_launch.launch,
+        (in_tmp("ddp", "train.py"),),
+        FileNotFoundError,
+        "run the cell that writes it (%%writefile",
+        "no-script",
+    ),
+    bad(
+        ddp_launch.launch,
+        (2,),
+        TypeError,
+        "script must be the path of a Python file such as 'ddp/train.py'",
+        "count-for-script",
+    ),
+    bad(
+        ddp_launch.launch_nodes,
+        (SCRIPT,),
+        ValueError,
+        "nnodes must be between 1 and 64",
+        "zero",
+        nnodes=0,
+        workdir=in_tmp("launch"),
+    ),
+    bad(
+        ddp_launch.launch_nodes,
+        (SCRIPT,),
+        ValueError,
+        "rendezvous must be 'static' or 'c10d'",
+        "rendezvous",
+        rendezvous="etcd",
+        workdir=in_tmp("launch"),
+    ),
+    bad(ddp_launch.launch_nodes, (SCRIPT, "--out", "results"), ValueError, "(use workdir= to keep it)", "out"),
+    bad(ddp_launch.spawn, (SCRIPT,), ValueError, "nproc must be between 1 and 64", "zero", nproc=0),
+    bad(ddp_launch.spawn, (SCRIPT, "--out", "results"), ValueError, "(use workdir= to keep it)", "out"),
+    bad(ddp_launch.run_script, ("print('hello')",), ValueError, "nproc must be between 1 and 64", "zero", nproc=0),
+    bad(ddp_launch.still_running, ("",), ValueError, "pass a marker such as the launch's work folder", "empty-marker"),
+    bad(
+        ddp_launch.stop_process_tree,
+        ("ddp-workdir",),
+        TypeError,
+        "pid must be an int, a process id such as one from still_running(marker)",
+        "str",
+    ),
+    bad(ddp_launch.describe, ([{"rank": 0}],), ValueError, "pass the results of launch()", "partial-result"),
+]

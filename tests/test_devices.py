@@ -10,10 +10,12 @@ import pytest
 import torch
 from torch import nn
 
+from companion import devices
 from companion.checks.devices import _OnAccelerator, _tensor_cases, check_to_device, check_to_numpy
 from companion.devices import DEVICE_VARIABLE, pick_device, plot_data_parallel, run_python
 from companion.exercises import WrongAnswer
 from companion.plotting import COLUMN_WIDTH, use_course_style
+from tests.bad_inputs import bad
 
 
 @pytest.fixture(autouse=True)
@@ -50,7 +52,6 @@ def test_override_by_argument_and_by_environment(monkeypatch):
 @pytest.mark.parametrize(
     ("prefer", "error", "fix"),
     [
-        ("gpu", ValueError, "use 'cpu', 'cuda', 'cuda:N' or 'mps'"),
         (0, TypeError, "a device name"),
         ("meta", ValueError, "runs on 'cpu', 'cuda' or 'mps'"),
     ],
@@ -392,3 +393,45 @@ def mutating_to_device(batch, device):
 def test_check_to_device_rejects_other_wrong_answers_with_a_hint(wrong, hint):
     with pytest.raises(WrongAnswer, match=hint):
         check_to_device(wrong)
+
+
+# Wrong calls and the fix each error names (tests/test_bad_inputs.py runs every file's BAD_CALLS)
+BAD_CALLS = [
+    bad(devices.pick_device, (0,), TypeError, "prefer must be a device name such as 'cpu' or 'cuda:0'", "int"),
+    bad(
+        devices.pick_device,
+        (torch.device("cpu"),),
+        TypeError,
+        "prefer must be a device name such as 'cpu' or 'cuda:0'",
+        "device-object",
+    ),
+    bad(devices.pick_device, ("gpu",), ValueError, "use 'cpu', 'cuda', 'cuda:N' or 'mps'", "unknown-name"),
+    bad(devices.pick_device, ("cuda:63",), ValueError, "use 'cpu'", "missing-gpu"),
+    bad(devices.pick_device, ("mps",), ValueError, "is not available here: use 'cpu'", "missing-mps"),
+    bad(devices.pick_device, ("meta",), ValueError, "the course runs on 'cpu', 'cuda' or 'mps'", "other-device-type"),
+    bad(devices.run_python, (123,), TypeError, "code must be Python source as a str, such as 'print(1)'", "int-code"),
+    bad(
+        devices.run_python,
+        ("print(1)",),
+        TypeError,
+        "such as {'CUDA_VISIBLE_DEVICES': ''}",
+        "list-env",
+        env=["CUDA_VISIBLE_DEVICES="],
+    ),
+    bad(
+        devices.run_python,
+        ("print(1)",),
+        TypeError,
+        "names and values must be strings, e.g. '0' not 0",
+        "int-env-value",
+        env={"CUDA_VISIBLE_DEVICES": 0},
+    ),
+    bad(
+        devices.run_python,
+        ("print(1)",),
+        ValueError,
+        "timeout must be a positive number of seconds, such as 120",
+        "zero-timeout",
+        timeout=0,
+    ),
+]

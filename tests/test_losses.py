@@ -12,6 +12,7 @@ import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from companion import losses
 from companion.checks.losses import _pixel_cases, check_bce_with_logits, check_pixel_cross_entropy_grad
 from companion.exercises import WrongAnswer
 from companion.losses import (
@@ -23,6 +24,7 @@ from companion.losses import (
     regression_loss_curves,
 )
 from companion.plotting import COLUMN_WIDTH, use_course_style
+from tests.bad_inputs import SMALL_LOGITS, SMALL_TARGET, bad
 
 
 @st.composite
@@ -399,3 +401,119 @@ def test_pixel_cases_ignore_a_class_that_is_present_and_keep_the_others():
     assert any(not (t != i).any() for _, t, _, i in cases), "an all-ignored batch"
     assert any(x.abs().max() >= 200 for x, *_ in cases), "a logit where log(softmax) is -inf"
     assert cases is not _pixel_cases() and cases[0][0] is not _pixel_cases()[0][0], "fresh tensors every time"
+
+
+# Wrong calls and the fix each error names (tests/test_bad_inputs.py runs every file's BAD_CALLS)
+BAD_CALLS = [
+    bad(
+        losses.log_softmax_reference,
+        (SMALL_TARGET,),
+        TypeError,
+        "logits must hold floating-point numbers, not torch.int64: use logits.float()",
+        "int",
+    ),
+    bad(
+        losses.log_softmax_reference,
+        ([[1.0, 2.0]],),
+        TypeError,
+        "logits must be a torch.Tensor, not list: wrap it with torch.tensor(...)",
+        "list",
+    ),
+    bad(
+        losses.log_softmax_reference,
+        (SMALL_LOGITS,),
+        IndexError,
+        "expected to be in range of [-2, 1]",
+        "dim-out-of-range",
+        dim=5,
+    ),
+    bad(
+        losses.cross_entropy_reference,
+        (SMALL_LOGITS.tolist(), SMALL_TARGET),
+        TypeError,
+        "e.g. torch.randn(4, 5) and torch.tensor([3, 3, 3, 0])",
+        "list-logits",
+    ),
+    bad(
+        losses.cross_entropy_reference,
+        (SMALL_LOGITS.long(), SMALL_TARGET),
+        TypeError,
+        "pass logits.float()",
+        "int-logits",
+    ),
+    bad(
+        losses.cross_entropy_reference,
+        (torch.tensor(1.0), SMALL_TARGET),
+        ValueError,
+        "pass shape (N, C), or (C,) for one sample",
+        "0d-logits",
+    ),
+    bad(
+        losses.cross_entropy_reference,
+        (SMALL_LOGITS, SMALL_TARGET),
+        ValueError,
+        "reduction must be 'mean', 'sum' or 'none'",
+        "reduction",
+        reduction="avg",
+    ),
+    bad(
+        losses.cross_entropy_reference,
+        (SMALL_LOGITS, SMALL_TARGET),
+        TypeError,
+        "label_smoothing must be a number",
+        "str-smoothing",
+        label_smoothing="0.1",
+    ),
+    bad(
+        losses.cross_entropy_reference,
+        (SMALL_LOGITS, SMALL_TARGET),
+        ValueError,
+        "label_smoothing must be at most 1.0, not 1.5",
+        "smoothing-above-1",
+        label_smoothing=1.5,
+    ),
+    bad(
+        losses.cross_entropy_reference,
+        (SMALL_LOGITS, SMALL_TARGET),
+        TypeError,
+        "pass weight.float()",
+        "int-weight",
+        weight=torch.tensor([1, 2, 3]),
+    ),
+    bad(
+        losses.cross_entropy_reference,
+        (SMALL_LOGITS, SMALL_TARGET),
+        ValueError,
+        "pass a 1-d weight of length 3, one number per class",
+        "weight-length",
+        weight=torch.ones(4),
+    ),
+    bad(
+        losses.cross_entropy_reference,
+        (SMALL_LOGITS, SMALL_TARGET.float()),
+        TypeError,
+        "for class indices pass target.long()",
+        "float-indices",
+    ),
+    bad(
+        losses.cross_entropy_reference,
+        (SMALL_LOGITS, SMALL_TARGET.int()),
+        TypeError,
+        "pass target.long()",
+        "int32-target",
+    ),
+    bad(
+        losses.cross_entropy_reference,
+        (SMALL_LOGITS, SMALL_TARGET.unsqueeze(1)),
+        ValueError,
+        "expected (4,) (the logits' shape without the class dimension 1): one class index per sample",
+        "target-shape",
+    ),
+    bad(
+        losses.cross_entropy_reference,
+        (SMALL_LOGITS, torch.tensor([0, 1, 3, 0])),
+        ValueError,
+        "use 0..2, or ignore_index (now -100) for a sample that has no class",
+        "class-out-of-range",
+    ),
+]

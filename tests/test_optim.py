@@ -13,7 +13,10 @@ import torch
 import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from torch import nn
 
+from companion import optim
+from companion.checks import optim as checks_optim
 from companion.checks.answers.optim import _reference_adam_update
 from companion.checks.optim import check_adam_update, check_adamw_update
 from companion.data import digits_datasets
@@ -33,6 +36,7 @@ from companion.optim import (
     trajectory,
 )
 from companion.plotting import COLUMN_WIDTH, use_course_style
+from tests.bad_inputs import LINEAR, PARAMETER, bad
 from tools.course import NOTEBOOK_DIR
 
 # The stated tolerance of the Adam match: none. The parameters must be bit-for-bit equal.
@@ -633,3 +637,77 @@ def test_check_adam_update_compares_the_moments_with_torch_adam_too():
 
     with pytest.raises(WrongAnswer, match="exp_avg differs from torch.optim.Adam's from step 1 on"):
         check_adam_update(m_without_one_minus_beta)
+
+
+# Wrong calls and the fix each error names (tests/test_bad_inputs.py runs every file's BAD_CALLS)
+BAD_CALLS = [
+    bad(optim.Adam, ([PARAMETER],), ValueError, "a small positive number such as 1e-3", "negative-lr", lr=-1e-3),
+    bad(optim.Adam, ([PARAMETER],), ValueError, "a small positive number such as 1e-3", "nan-lr", lr=float("nan")),
+    bad(
+        optim.Adam,
+        ([PARAMETER],),
+        ValueError,
+        "betas must be a pair (beta1, beta2) such as (0.9, 0.999)",
+        "one-beta",
+        betas=(0.9,),
+    ),
+    bad(
+        optim.Adam, ([PARAMETER],), ValueError, "must be in [0, 1), e.g. betas=(0.9, 0.999)", "beta-1", betas=(0.9, 1.0)
+    ),
+    bad(optim.Adam, ([PARAMETER],), ValueError, "the default is 1e-8", "negative-eps", eps=-1.0),
+    bad(
+        optim.Adam,
+        ([PARAMETER],),
+        ValueError,
+        "0 turns it off; 1e-2 is a common value",
+        "negative-weight-decay",
+        weight_decay=-0.1,
+    ),
+    bad(optim.Adam, (LINEAR,), TypeError, "pass model.parameters()", "module"),
+    bad(optim.Adam, ([PARAMETER],), TypeError, "such as 1e-3", "str-lr", lr="1e-3"),
+    bad(optim.Adam, ([PARAMETER],), TypeError, "such as (0.9, 0.999)", "one-number-betas", betas=0.9),
+    bad(optim.NotesAdam, ([PARAMETER],), ValueError, "a small positive number such as 1e-3", "negative-lr", lr=-1.0),
+    bad(
+        optim.NotesAdam,
+        ([PARAMETER],),
+        ValueError,
+        "must be in [0, 1), e.g. betas=(0.9, 0.999)",
+        "beta-1",
+        betas=(1.0, 0.999),
+    ),
+    bad(
+        optim.sgd_momentum_update,
+        (torch.zeros(3), torch.ones(3), None, -0.1, 0.9),
+        ValueError,
+        "lr must be >= 0 (e.g. 0.1)",
+        "negative-lr",
+    ),
+    bad(
+        optim.sgd_momentum_update,
+        (torch.zeros(3), torch.ones(3), None, 0.1, -0.9),
+        ValueError,
+        "0.9 is common; 0 is plain SGD",
+        "negative-momentum",
+    ),
+    bad(
+        optim.max_abs_difference,
+        (nn.Linear(2, 1), nn.Linear(3, 1)),
+        ValueError,
+        "build both with the same function",
+        "shapes",
+    ),
+    bad(
+        optim.max_abs_difference,
+        (nn.Linear(2, 1), nn.Sequential(nn.Linear(2, 1), nn.Linear(1, 1))),
+        ValueError,
+        "build both with the same function",
+        "parameter-count",
+    ),
+    bad(
+        checks_optim.check_adam_update,
+        (lambda param, grad: None,),
+        WrongAnswer,
+        "must accept (param, grad, exp_avg, exp_avg_sq, step, lr, betas, eps), with lr, betas and eps as keyword",
+        "two-arguments",
+    ),
+]

@@ -10,11 +10,13 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from companion import scatter
 from companion.checks.answers.scatter import EXERCISES
 from companion.checks.scatter import _permutation_cases, check_class_means, check_inverse_permutation
 from companion.exercises import WrongAnswer
 from companion.plotting import COLUMN_WIDTH, use_course_style
 from companion.scatter import plot_scatter, scatter_reference
+from tests.bad_inputs import INDEX, ONES, ZEROS, bad
 
 DTYPES = [torch.float32, torch.float64, torch.int64, torch.int32, torch.int16, torch.bool]
 
@@ -140,10 +142,7 @@ BAD_ARGUMENTS = [
     (torch.zeros(2, 4), 1, torch.tensor([[1.0]]), 1.0, TypeError, "index.long()"),
     (torch.zeros(2, 4), 1, torch.tensor([2, 3]), 1.0, ValueError, "unsqueeze(1)"),
     (torch.zeros(2, 4), 2, torch.tensor([[1]]), 1.0, ValueError, "[-2, 1]"),
-    (torch.zeros(2, 4), 1, torch.tensor([[0], [1], [2]]), 1.0, ValueError, "slice index to fit"),
     (torch.zeros(2, 4), 1, torch.tensor([[0, 1, 2]]), torch.ones(1, 2), ValueError, "larger src"),
-    (torch.zeros(2, 4), 1, torch.tensor([[4]]), 1.0, ValueError, "use values 0..3"),
-    (torch.zeros(2, 4), 1, torch.tensor([[-1]]), 1.0, ValueError, "not wrapped"),
     (
         torch.zeros(2, 4),
         1,
@@ -168,7 +167,6 @@ def test_bad_arguments_are_rejected_like_torch_with_a_fix(self, dim, index, src,
     ("arguments", "error", "fix"),
     [
         ((torch.zeros(2), 0, [0], 1.0), TypeError, "must be tensors"),
-        ((torch.zeros(2), 0.0, torch.tensor([0]), 1.0), TypeError, "dim must be an int"),
         ((torch.zeros(2), 0, torch.tensor([0]), "1"), TypeError, "tensor or a Python number"),
         ((torch.zeros(2), 0, torch.tensor([0]), 1.0, "max"), ValueError, "'amax'"),
     ],
@@ -262,3 +260,70 @@ def test_inverse_permutation_checker_shows_the_row_that_is_not_undone():
 
     with pytest.raises(WrongAnswer, match=re.escape("perm[inv[j]] =")):
         check_inverse_permutation(first_row_only)
+
+
+# Wrong calls and the fix each error names (tests/test_bad_inputs.py runs every file's BAD_CALLS)
+BAD_CALLS = [
+    bad(
+        scatter.scatter_reference,
+        ([[0.0] * 4] * 2, 1, INDEX, 1.0),
+        TypeError,
+        "e.g. torch.zeros(2, 4) and torch.tensor([[2, 3]])",
+        "list-self",
+    ),
+    bad(scatter.scatter_reference, (ZEROS, 1, INDEX.float(), ONES), TypeError, "pass index.long()", "float-index"),
+    bad(scatter.scatter_reference, (ZEROS, 1.0, INDEX, ONES), TypeError, "dim must be an int", "float-dim"),
+    bad(scatter.scatter_reference, (ZEROS, 2, INDEX, ONES), ValueError, "dim must be in [-2, 1]", "dim-out-of-range"),
+    bad(
+        scatter.scatter_reference,
+        (ZEROS, 1, torch.tensor([2, 3]), ONES),
+        ValueError,
+        "give index the same number of dimensions (for a 1-d target, use target.unsqueeze(1))",
+        "1d-index",
+    ),
+    bad(
+        scatter.scatter_reference,
+        (ZEROS, 1, INDEX, ONES),
+        ValueError,
+        "reduce must be None or one of ['amax', 'amin', 'prod', 'sum']",
+        "unknown-reduce",
+        reduce="add",
+    ),
+    bad(scatter.scatter_reference, (ZEROS, 1, INDEX, ONES.double()), TypeError, "pass src.to(self.dtype)", "src-dtype"),
+    bad(scatter.scatter_reference, (ZEROS, 1, INDEX, torch.ones(4)), ValueError, "they must match", "src-dims"),
+    bad(
+        scatter.scatter_reference,
+        (ZEROS, 1, INDEX, "1"),
+        TypeError,
+        "src must be a tensor or a Python number",
+        "str-src",
+    ),
+    bad(
+        scatter.scatter_reference,
+        (ZEROS, 1, torch.tensor([[0], [1], [2]]), 1.0),
+        ValueError,
+        "index may be smaller than self but never larger; slice index to fit",
+        "index-larger-than-self",
+    ),
+    bad(
+        scatter.scatter_reference,
+        (ZEROS, 1, torch.tensor([[0, 1], [2, 3]]), torch.ones(1, 4)),
+        ValueError,
+        "use a larger src or a smaller index",
+        "index-larger-than-src",
+    ),
+    bad(
+        scatter.scatter_reference,
+        (ZEROS, 1, torch.tensor([[4, 0]]), ONES),
+        ValueError,
+        "use values 0..3",
+        "index-too-large",
+    ),
+    bad(
+        scatter.scatter_reference,
+        (ZEROS, 1, torch.tensor([[-1, 0]]), ONES),
+        ValueError,
+        "use values 0..3 (negative indices are not wrapped around)",
+        "negative-index",
+    ),
+]

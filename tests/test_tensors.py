@@ -9,8 +9,11 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from companion.checks import tensors as checks_tensors
+from companion.exercises import WrongAnswer
 from companion.plotting import COLUMN_WIDTH, use_course_style
 from companion.tensors import _storage_positions, _storage_values, plot_views
+from tests.bad_inputs import bad
 
 
 def pytorch_positions(x: torch.Tensor) -> torch.Tensor:
@@ -94,3 +97,15 @@ def test_plot_views_draws_the_lessons_tensors_as_pytorch_reads_them():
     assert all(text.get_fontsize() >= 10 for ax in fig.axes for text in ax.texts)
     assert all(ax.title.get_fontsize() >= 10 for ax in fig.axes)
     plt.close(fig)
+
+
+# Wrong calls and the fix each error names (tests/test_bad_inputs.py runs every file's BAD_CALLS)
+BAD_CALLS = [
+    bad(
+        checks_tensors.check_shares_memory,
+        ("x[1]",),
+        WrongAnswer,
+        "Pass a dict such as {'x[1]': True, ...}",
+        "not-a-dict",
+    ),
+]

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
+from companion import training
 from companion.checks.answers.training import EXERCISES
 from companion.checks.training import check_accumulated_step, check_predict
 from companion.data import digits_datasets
@@ -27,6 +28,7 @@ from companion.training import (
     resize_images,
     train_one_epoch,
 )
+from tests.bad_inputs import BATCHES, IMAGES, LINEAR, ONE_HOT_BATCHES, OTHER_SGD, SGD, bad
 
 
 @pytest.fixture(scope="module")
@@ -520,3 +522,130 @@ def test_check_predict_rejects_a_list_and_a_call_with_parentheses():
         check_predict(lambda model, inputs: EXERCISES[1].reference(model, inputs).tolist())
     with pytest.raises(WrongAnswer, match=re.escape("without ()")):
         check_predict("predict")
+
+
+# Wrong calls and the fix each error names (tests/test_bad_inputs.py runs every file's BAD_CALLS)
+BAD_CALLS = [
+    bad(
+        training.count_parameters, ("model",), TypeError, "model must be an nn.Module such as nn.Linear(64, 10)", "str"
+    ),
+    bad(
+        training.count_parameters,
+        (nn.Linear,),
+        TypeError,
+        "model must be an nn.Module such as nn.Linear(64, 10)",
+        "class",
+    ),
+    bad(
+        training.resize_images,
+        (IMAGES.tensors, 32),
+        TypeError,
+        "dataset must be a TensorDataset(images, labels), e.g. from companion.data.digits_datasets()",
+        "tuple",
+    ),
+    bad(training.resize_images, (IMAGES, 0), ValueError, "size must be a positive int such as 32", "zero"),
+    bad(
+        training.resize_images,
+        (TensorDataset(torch.rand(4, 8, 8), torch.arange(4)), 16),
+        ValueError,
+        "images must have shape (N, channels, height, width)",
+        "3d-images",
+    ),
+    bad(
+        training.train_one_epoch,
+        (LINEAR, BATCHES, torch.optim.SGD, F.cross_entropy),
+        TypeError,
+        "pass an instance, e.g. torch.optim.SGD(model.parameters(), lr=0.01)",
+        "optimizer-class",
+    ),
+    bad(
+        training.train_one_epoch,
+        (LINEAR, BATCHES, "sgd", F.cross_entropy),
+        TypeError,
+        "optimizer must be a torch.optim.Optimizer such as SGD",
+        "str-optimizer",
+    ),
+    bad(
+        training.train_one_epoch,
+        (LINEAR, BATCHES, OTHER_SGD, F.cross_entropy),
+        ValueError,
+        "build it from this model, torch.optim.SGD(model.parameters(), lr=0.01)",
+        "other-models-optimizer",
+    ),
+    bad(
+        training.train_one_epoch,
+        (LINEAR, BATCHES, SGD, torch.tensor(0.5)),
+        TypeError,
+        "give them two names, e.g. `loss = criterion(output, target)`",
+        "loss-value",
+    ),
+    bad(
+        training.train_one_epoch,
+        (LINEAR, BATCHES, SGD, "cross_entropy"),
+        TypeError,
+        "loss_fn must be callable, e.g. nn.CrossEntropyLoss()",
+        "str-loss",
+    ),
+    bad(
+        training.train_one_epoch,
+        (LINEAR, BATCHES, SGD, nn.CrossEntropyLoss(reduction="none")),
+        ValueError,
+        "loss_fn must return one number per batch (reduction='mean')",
+        "unreduced-loss",
+    ),
+    bad(
+        training.train_one_epoch,
+        (LINEAR, [], SGD, F.cross_entropy),
+        ValueError,
+        "check that the dataset is not empty",
+        "empty-loader",
+    ),
+    bad(
+        training.train_one_epoch,
+        (LINEAR.state_dict(), BATCHES, SGD, F.cross_entropy),
+        TypeError,
+        "model must be an nn.Module such as nn.Linear(64, 10)",
+        "state-dict",
+    ),
+    bad(
+        training.evaluate,
+        ("model", BATCHES),
+        TypeError,
+        "model must be an nn.Module such as nn.Linear(64, 10)",
+        "str-model",
+    ),
+    bad(
+        training.evaluate, (LINEAR, BATCHES), TypeError, "give them two names", "loss-value", loss_fn=torch.tensor(0.5)
+    ),
+    bad(
+        training.evaluate,
+        (LINEAR, ONE_HOT_BATCHES),
+        ValueError,
+        "(one-hot targets: targets.argmax(1))",
+        "one-hot-targets",
+    ),
+    bad(training.evaluate, (LINEAR, []), ValueError, "check that the dataset is not empty", "empty-loader"),
+    bad(training.progress_bar, (iter([1, 2]), "epochs"), ValueError, "pass total=<number of items>", "no-len"),
+    bad(
+        training.fit,
+        (LINEAR, BATCHES, BATCHES, SGD, F.cross_entropy, 0),
+        ValueError,
+        "epochs must be a positive int such as 10",
+        "zero-epochs",
+    ),
+    bad(
+        training.fit,
+        (LINEAR, BATCHES, BATCHES, SGD, F.cross_entropy, 2.0),
+        ValueError,
+        "epochs must be a positive int such as 10",
+        "float-epochs",
+    ),
+    bad(
+        training.fit,
+        (LINEAR, BATCHES, BATCHES, torch.optim.SGD, F.cross_entropy, 1),
+        TypeError,
+        "pass an instance, e.g. torch.optim.SGD(model.parameters(), lr=0.01)",
+        "optimizer-class",
+        progress=False,
+    ),
+]
