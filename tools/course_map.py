@@ -121,6 +121,84 @@ def order_problems(lessons: list[dict], notebooks: dict[str, dict]) -> list[str]
     return problems
 
 
+# A dotted name in code (`torch.optim.SGD`, `F.relu`, `dist.barrier`); torch_names keeps those that start with torch or
+# an alias of a torch module.
+TORCH_NAME = re.compile(r"(?<![\w.])(\w+)((?:\.\w+)+)")
+IMPORT_AS = re.compile(r"^\s*import\s+(torch(?:\.\w+)*)\s+as\s+(\w+)", re.MULTILINE)
+FROM_IMPORT = re.compile(r"^\s*from\s+(torch(?:\.\w+)*)\s+import[ \t]+\(?([\w \t,]+)", re.MULTILINE)
+SHORT_FORMS = {"torch.nn.functional.": "F.", "torch.nn.": "nn."}  # the course's own spelling, longest first
+
+
+def full_path(name: str) -> str:
+    """`F.relu` -> `torch.nn.functional.relu`, `nn.Linear` -> `torch.nn.Linear`; other names as they are."""
+    for long, short in SHORT_FORMS.items():
+        if name.startswith(short):
+            return long + name.removeprefix(short)
+    return name
+
+
+def short_form(path: str) -> str:
+    """The inverse of full_path: how the course writes a name (and an `introduces` entry for it)."""
+    for long, short in SHORT_FORMS.items():
+        if path.startswith(long):
+            return short + path.removeprefix(long)
+    return path
+
+
+def torch_names(code: str) -> set[str]:
+    """Every torch name `code` uses, as a full dotted path (see unintroduced_names)."""
+    aliases = {"torch": "torch", "F": "torch.nn.functional", "nn": "torch.nn"}
+    aliases |= {alias: module for module, alias in IMPORT_AS.findall(code)}  # import torch.distributed as dist
+    names = set()
+    for module, imported in FROM_IMPORT.findall(code):  # from torch.utils.data import DataLoader, Subset as S
+        names |= {f"{module}.{part.split()[0]}" for part in imported.split(",") if part.strip()}
+    for head, rest in TORCH_NAME.findall(FROM_IMPORT.sub("", code)):  # a from-import's module is only X's address
+        if head in aliases:
+            words = rest.split(".")[1:]
+            dunder = next((i for i, word in enumerate(words) if word.startswith("__")), len(words))
+            if dunder:  # `torch.manual_seed.__doc__` uses torch.manual_seed; Python's own attributes are not torch's
+                names.add(".".join([aliases[head], *words[:dunder]]))
+    return names
+
+
+def introduced_by(entry: str, path: str) -> bool:
+    """Whether a course.toml `introduces` entry introduces the torch name `path` (a full dotted path)."""
+    if "." in entry.lstrip("."):
+        return full_path(entry) == path
+    return path.rsplit(".", 1)[-1] == entry.lstrip(".")
+
+
+def unintroduced_names(lessons: list[dict], notebooks: dict[str, dict]) -> list[str]:
+    """The torch names a lesson's code uses that neither it nor an earlier lesson lists in `introduces`.
+
+    Code is `code_without_comments` (so `appendix` cells are left out, trailing comments and strings count). A torch
+    name is the longest dotted name that starts with `torch.`, `F.`, `nn.` or a module alias the lesson imports
+    (`import torch.distributed as dist`: `dist.barrier`), read as its full path (`F.relu` is
+    `torch.nn.functional.relu`); it stops before a dunder (`torch.manual_seed.__doc__` uses `torch.manual_seed`).
+    A module is a name like any other (`torch.distributed` in `import torch.distributed as dist`, `torch.nn` in
+    `from torch import nn`), except that `from torch.M import X` uses only `torch.M.X`: the module is X's address,
+    and the bare `X` after it is that name.
+
+    An entry introduces a name in one of two ways, and only these:
+    - a dotted entry is that exact name (`nn` and `F` spelled as above): `torch.float32`, `F.one_hot`,
+      `nn.init.zeros_`, `torch.optim.lr_scheduler.StepLR`; `nn.init` introduces the module `torch.nn.init`, not each
+      function in it, and each dtype is its own entry;
+    - a single word, with or without a leading dot, is the last word of the name: `DataLoader` introduces
+      `torch.utils.data.DataLoader`, `autocast` `torch.autocast`, and the method entry `.sum` `torch.sum` (the same
+      operation as a function).
+    Names are reported in the course's spelling (short_form), which is the entry to add.
+    """
+    problems, entries = [], []
+    for lesson in lessons:
+        entries += lesson["introduces"]
+        for path in sorted(torch_names(code_without_comments(notebooks[lesson["number"]]))):
+            if not any(introduced_by(entry, path) for entry in entries):
+                problems.append(
+                    f"lesson {lesson['number']} uses {short_form(path)!r}, which no lesson up to it introduces"
+                )
+    return problems
+
+
 def readme_map(lessons: list[dict]) -> str:
     """The README's course map: a table (each title and the objectives in English, then after a `<br>` in Chinese,
     in the same cell) and a dependency graph (mermaid)."""
