@@ -1,8 +1,10 @@
-"""What load_checkpoint says when torch.load fails: PyTorch's error, read and turned into the advice a learner needs.
+"""PyTorch's error messages, read: what load_checkpoint says when torch.load fails, and the part of PyTorch's message
+each self-check and the launcher look for to turn an error into the advice a learner needs.
 
 PyTorch words its errors for its own reasons and may reword them in any release, so every pattern on its message
-text lives here, and tests/test_checkpoint.py raises the real error each pattern is meant for and checks that it
-still matches: new wording fails a test instead of quietly turning a precise message into a vague one.
+text lives here, and tests (tests/test_torch_errors.py, tests/test_checkpoint.py) raise the real error each pattern
+is meant for and check that it still matches: new wording fails a test instead of quietly turning a precise message
+into a vague one.
 """
 
 import re
@@ -31,6 +33,23 @@ CODE_MODULES = {
 CODE_BUILTINS = {"eval", "exec", "compile", "__import__", "open", "getattr", "setattr", "delattr", "breakpoint"}
 # Libraries whose functions rebuild plain values (numpy arrays and scalars): refused, but not a threat.
 VALUE_LIBRARIES = {"numpy", "torch"}
+
+# What the self-checks and the launcher look for (each constant: a part of the message of one real error).
+BROADCAST_FAILED = "must match the size"  # x - mean with a (n,) mean against x's n rows: sizes that cannot line up
+VIEW_NOT_CONTIGUOUS = "view size is not compatible"  # .view() regrouping a tensor not laid out row by row
+INDEX_OUT_OF_BOUNDS = "out of bounds for dimension 0"  # scatter_ along dim 0 with positions meant for dim 1
+DTYPE_MISMATCH = "dtype"  # scatter_ of int64 positions into a float32 tensor (and other operations' dtype errors)
+SHAPE_MISMATCH = ("no larger", "Dimension out of range", "number of dimensions")  # scatter_ with an uncovered index
+NUMPY_NEEDS_DETACH = "requires grad"  # .numpy() of a tensor that requires grad
+NUMPY_NEEDS_CPU = "device type tensor to numpy"  # .numpy() of a CUDA or MPS tensor
+NUMPY_NO_BFLOAT16 = "BFloat16"  # .numpy() of a bfloat16 tensor: NumPy has no such type
+ITEM_NEEDS_ONE_VALUE = "converted to Scalar"  # .item() of a tensor with more than one element
+SPAWN_RANK_TERMINATED = re.compile(r"process (\d+) terminated", re.IGNORECASE)  # torch.multiprocessing.spawn
+
+
+def says(error: BaseException, *parts: str) -> bool:
+    """Whether PyTorch's message of `error` contains any of `parts` (constants of this module)."""
+    return any(part in str(error) for part in parts)
 
 
 def explain_load_error(error: BaseException, path: Path) -> str:

@@ -22,6 +22,7 @@ from pathlib import Path
 import psutil
 import torch.multiprocessing
 
+from companion._torch_errors import SPAWN_RANK_TERMINATED
 from companion._validate import require_int
 from companion.ddp import spawn_worker
 
@@ -442,7 +443,7 @@ def _failure(out: Path, codes: list[int], stderr: str, pids: list[int], one_node
 def _spawn_failure(error: Exception) -> LaunchError:
     """torch.multiprocessing.spawn's error as a LaunchError: `rank N failed with Type: message`."""
     text = str(error)
-    index = re.search(r"process (\d+) terminated", text, re.IGNORECASE)
+    index = SPAWN_RANK_TERMINATED.search(text)
     lines = [line for line in text.strip().splitlines() if line.strip()]
     last = lines[-1].strip() if lines else text
     rank = int(index.group(1)) if index else None

@@ -12,6 +12,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.nn.utils.fusion import fuse_conv_bn_weights
 
+from companion._torch_errors import VIEW_NOT_CONTIGUOUS, says
 from companion.exercises import call_learner, passed, require
 
 
@@ -101,7 +102,7 @@ def _call_group_norm(group_norm: Callable, x: torch.Tensor, groups: int, eps: fl
         )
     except RuntimeError as error:
         require(
-            "view size is not compatible" not in str(error),
+            not says(error, VIEW_NOT_CONTIGUOUS),
             f'{where} raised "view size is not compatible ...": .view() cannot regroup a tensor whose memory is '
             "not laid out row by row (a slice, or channels-last, both of which nn.GroupNorm accepts); a reshape "
             "copies when it must.",

@@ -13,6 +13,7 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
+from companion._torch_errors import ITEM_NEEDS_ONE_VALUE, NUMPY_NEEDS_CPU, NUMPY_NEEDS_DETACH, NUMPY_NO_BFLOAT16, says
 from companion.devices import pick_device
 from companion.exercises import WrongAnswer, passed, require, sandbox
 
@@ -110,19 +111,18 @@ def _same_snapshot(a: tuple, b: tuple) -> bool:
 
 def _hint_for(error: Exception) -> tuple[str, str]:
     """A hint, in both languages, for the error a learner's to_numpy raised."""
-    message = str(error)
     if isinstance(error, NotImplementedError):
         return "write the body of to_numpy first", "先把 to_numpy 的函数体写出来"
-    if "requires grad" in message:
+    if says(error, NUMPY_NEEDS_DETACH):
         return "cut it from autograd first with .detach()", "先用 .detach() 把它从自动求导中分离出来"
-    if "device type tensor to numpy" in message:
+    if says(error, NUMPY_NEEDS_CPU):
         return "copy it to the CPU first with .cpu()", "先用 .cpu() 把它复制到 CPU 上"
-    if "BFloat16" in message:
+    if says(error, NUMPY_NO_BFLOAT16):
         return (
             "NumPy has no bfloat16: widen it with .float() before .numpy()",
             "NumPy 没有 bfloat16 类型：调用 .numpy() 之前先用 .float() 转成 float32",
         )
-    if "converted to Scalar" in message:
+    if says(error, ITEM_NEEDS_ONE_VALUE):
         return (
             ".item() gives one number; .numpy() works for any shape",
             ".item() 只能取出一个数；.numpy() 适用于任何形状",

@@ -7,6 +7,7 @@ from collections.abc import Callable
 
 import torch
 
+from companion._torch_errors import DTYPE_MISMATCH, INDEX_OUT_OF_BOUNDS, SHAPE_MISMATCH, says
 from companion.exercises import call_learner, passed, require
 
 
@@ -50,20 +51,20 @@ def _permutation_cases() -> list[torch.Tensor]:
 def _scatter_error_hint(error: Exception, where: str) -> tuple[str, str] | None:
     """The hint for an error scatter_ raises on a typical slip, or None for any other error."""
     message = str(error)
-    if "out of bounds for dimension 0" in message:
+    if says(error, INDEX_OUT_OF_BOUNDS):
         return (
             f"{where} fails: {message}. Each row of perm is one permutation, so its positions run along dim=1, "
             "the dimension to scatter along.",
             f"{where} 出错：{message}。perm 的每一行是一个排列，行里的位置沿 dim=1 排列，应该沿这个维度 scatter。",
         )
-    if "dtype" in message:
+    if says(error, DTYPE_MISMATCH):
         return (
             f"{where} fails: {message}. The tensor you scatter into and the values you scatter must have one data "
             "type: positions are int64, like perm (torch.zeros_like(perm) creates such a tensor).",
             f"{where} 出错：{message}。被写入的张量和写入的值必须是同一种数据类型：位置是 int64，与 perm 相同"
             "（torch.zeros_like(perm) 就能创建这样的张量）。",
         )
-    if "no larger" in message or "Dimension out of range" in message or "number of dimensions" in message:
+    if says(error, *SHAPE_MISMATCH):
         return (
             f"{where} fails: {message}. What you scatter must cover the index, perm, of shape (B, N): expand a row "
             "of positions to every row with .expand_as(perm).",
@@ -190,7 +191,7 @@ def check_class_means(class_means: Callable[[torch.Tensor, torch.Tensor, int], t
             got = call_learner(class_means, features, labels, num_classes)
         except RuntimeError as error:
             require(
-                features.dtype == torch.float32 or "dtype" not in str(error),
+                features.dtype == torch.float32 or not says(error, DTYPE_MISMATCH),
                 f"{where} fails: {error}. Your tensors are float32 whatever the features are: create them with "
                 "the features' dtype and device (features.new_zeros(...), features.new_ones(...)).",
                 f"{where} 出错：{error}。不管特征是什么类型，你建的张量都是 float32：请用特征的数据类型和设备"

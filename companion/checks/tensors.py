@@ -6,6 +6,7 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
+from companion._torch_errors import BROADCAST_FAILED, says
 from companion.exercises import call_learner, passed, require
 
 # The operations of exercise 1, each applied to x = torch.arange(12.0).reshape(3, 4).
@@ -202,7 +203,7 @@ def check_center_rows(center_rows: Callable[[torch.Tensor], torch.Tensor]) -> No
             result = call_learner(center_rows, x)  # also: x is not changed in place, no global state touched
         except RuntimeError as error:
             require(
-                "must match the size" not in str(error),
+                not says(error, BROADCAST_FAILED),
                 f"Broadcasting failed for shape {shape}: a row mean of shape (n,) lines up with x's last dimension, "
                 "not with its rows. Keep the dimension you averaged over, x.mean(dim=1, keepdim=True), so the means "
                 "form a column of shape (n, 1).",
