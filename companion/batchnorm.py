@@ -9,7 +9,7 @@ import torch
 import torch.nn as nn
 from matplotlib.figure import Figure
 
-from companion._validate import require_int, require_tensor
+from companion._validate import require_int, require_number, require_tensor
 from companion.plotting import COLUMN_WIDTH
 
 CHANNEL_DIMS = (0, 2, 3)  # BatchNorm2d averages over N, H and W: everything except the channel dimension
@@ -130,7 +130,8 @@ def _check_settings(num_features, eps, momentum, affine, track_running_stats) ->
 
 def _check_eps(eps) -> None:
     """eps is added to the variance under the square root: it must be a positive number."""
-    if isinstance(eps, bool) or not isinstance(eps, int | float) or not eps > 0:
+    require_number(eps, "eps", example=1e-5)
+    if not eps > 0:  # `not >` also catches NaN
         raise ValueError(f"eps must be a small positive number such as 1e-5, not {eps!r}")
 
 
@@ -138,8 +139,7 @@ def _check_momentum(momentum) -> None:
     """momentum is the weight of the new batch statistic: a number in [0, 1], or None for a cumulative average."""
     if momentum is None:
         return
-    if isinstance(momentum, bool) or not isinstance(momentum, int | float):
-        raise TypeError(f"momentum must be a number in [0, 1] or None, not {type(momentum).__name__}")
+    require_number(momentum, "momentum", example="0.1 (in [0, 1]) or None")
     if not 0 <= momentum <= 1:
         raise ValueError(
             f"momentum must be in [0, 1], not {momentum}: it is the weight of the NEW batch statistic "

@@ -25,6 +25,7 @@ from torch.nn.modules.batchnorm import _BatchNorm
 from torch.utils.data import DataLoader, Dataset, Subset, TensorDataset
 
 from companion._torch_errors import explain_load_error
+from companion._validate import require_int
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -518,9 +519,7 @@ def _check_file(path: Path) -> Path:
 
 
 def _check_epochs(epochs: Any) -> int:
-    if isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 0:
-        raise ValueError(f"epochs must be an int >= 0, not {epochs!r}")
-    return epochs
+    return require_int(epochs, "epochs", smallest=0, example=3)  # 0: a resumed run with nothing left to train
 
 
 def _images_and_labels(dataset: Any) -> tuple[torch.Tensor, torch.Tensor]:

@@ -10,14 +10,14 @@ import matplotlib
 import numpy as np
 import torch
 
+from companion._validate import require_int
 from companion.exercises import WrongAnswer
 from companion.plotting import use_course_style
 
 
 def setup_notebook(seed: int = 0) -> None:
     """Make a lesson print the same thing on every run and machine: seeds, one thread, print options, plot style."""
-    if isinstance(seed, bool) or not isinstance(seed, int):
-        raise TypeError(f"seed must be an int such as 0, not {type(seed).__name__}")
+    require_int(seed, "seed", example=0)
     if not 0 <= seed < 2**32:
         raise ValueError(f"seed must be between 0 and 2**32 - 1 (NumPy's limit), not {seed}")
     random.seed(seed)

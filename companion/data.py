@@ -15,6 +15,8 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader, Dataset, IterableDataset, TensorDataset, get_worker_info
 
+from companion._validate import require_int, require_number
+
 if TYPE_CHECKING:  # matplotlib is imported only when a picture is drawn: DataLoader workers import this module
     from matplotlib.figure import Figure
 
@@ -167,20 +169,14 @@ class NumberStream(IterableDataset):
 
 
 def _check_split(test_fraction, seed) -> None:
-    if isinstance(test_fraction, bool) or not isinstance(test_fraction, int | float):
-        raise TypeError(
-            f"test_fraction must be a number between 0 and 1 (e.g. 0.25), not {type(test_fraction).__name__}"
-        )
-    if isinstance(seed, bool) or not isinstance(seed, int):
-        raise TypeError(f"seed must be an int such as 0, not {type(seed).__name__}")
+    require_number(test_fraction, "test_fraction", example="0.25 (between 0 and 1)")
+    require_int(seed, "seed", example=0)
     if not 0 < test_fraction < 1:
         raise ValueError(f"test_fraction must be between 0 and 1 (e.g. 0.25), not {test_fraction}")
 
 
 def _check_length(length, name: str = "length") -> int:
-    if isinstance(length, bool) or not isinstance(length, int) or length < 1:
-        raise ValueError(f"{name} must be a positive int such as 8, not {length!r}")
-    return length
+    return require_int(length, name, smallest=1, example=8)
 
 
 def _check_bool(value, name: str) -> bool:

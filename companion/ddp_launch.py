@@ -210,8 +210,7 @@ def node_command(
     _check_count(nproc_per_node, "nproc_per_node")
     if not 0 <= node_rank < nnodes:
         raise ValueError(f"node_rank must be in 0..{nnodes - 1} for nnodes={nnodes}, not {node_rank}")
-    if isinstance(port, bool) or not isinstance(port, int):
-        raise TypeError(f"port must be an int, e.g. free_port(), not {port!r}")
+    require_int(port, "port", example="free_port()")
     if not 1 <= port <= 65535:
         raise ValueError(f"port must be a TCP port in 1..65535, e.g. free_port(), not {port}")
     sizes = [f"--nnodes={nnodes}", f"--node-rank={node_rank}", f"--nproc-per-node={nproc_per_node}"]
@@ -289,8 +288,7 @@ def still_running(marker: str | Path) -> list[int]:
 
 def stop_process_tree(pid: int, grace: float = 5.0) -> None:
     """Stop process `pid` and all its descendants: SIGTERM first, SIGKILL for whatever is left after `grace` s."""
-    if isinstance(pid, bool) or not isinstance(pid, int):
-        raise TypeError(f"pid must be an int, a process id such as one from still_running(marker), not {pid!r}")
+    require_int(pid, "pid", example="one from still_running(marker)")
     try:
         root = psutil.Process(pid)
         family = [*root.children(recursive=True), root]  # the list first: orphans could no longer be found

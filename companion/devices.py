@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING
 
 import torch
 
+from companion._validate import require_number
+
 if TYPE_CHECKING:  # matplotlib is imported only when a picture is drawn: DDP workers import this module too
     from matplotlib.figure import Figure
 
@@ -161,6 +163,7 @@ def _check_run_arguments(code: object, env: object, timeout: object) -> Mapping[
     for name, value in env.items():
         if not isinstance(name, str) or not isinstance(value, str):
             raise TypeError(f"env holds {name!r}: {value!r}; names and values must be strings, e.g. '0' not 0")
-    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0:
+    require_number(timeout, "timeout", example=120)
+    if not timeout > 0:
         raise ValueError(f"timeout must be a positive number of seconds, such as 120, not {timeout!r}")
     return env

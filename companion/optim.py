@@ -12,6 +12,7 @@ import torch.nn.functional as F
 from matplotlib.figure import Figure
 from torch import Tensor, nn
 
+from companion._validate import require_number
 from companion.data import digits_datasets
 from companion.plotting import COLUMN_WIDTH
 from companion.training import train_one_epoch
@@ -245,8 +246,7 @@ def _check_hyperparameters(params: object, lr: float, betas: Sequence[float], ep
             f"params must be the tensors to optimize, not the {type(params).__name__} itself: pass model.parameters()"
         )
     for name, value, example in (("lr", lr, "1e-3"), ("eps", eps, "1e-8"), ("weight_decay", weight_decay, "1e-2")):
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise TypeError(f"{name} must be a number such as {example}, not {value!r}")
+        require_number(value, name, example=example)
     if not isinstance(betas, tuple | list):
         raise TypeError(f"betas must be a pair (beta1, beta2) such as (0.9, 0.999), not {betas!r}")
     if not lr >= 0:  # `not >=` also catches NaN

@@ -20,6 +20,7 @@ from torch import nn
 from torch.utils.data import TensorDataset
 from tqdm import tqdm
 
+from companion._validate import require_int
 from companion.plotting import COLUMN_WIDTH
 
 LossFunction = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
@@ -213,9 +214,7 @@ def _check_not_empty(count: int) -> None:
 
 
 def _check_epochs(epochs) -> int:
-    if isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 1:
-        raise ValueError(f"epochs must be a positive int such as 10, not {epochs!r}")
-    return epochs
+    return require_int(epochs, "epochs", smallest=1, example=10)
 
 
 def _check_image_dataset(dataset) -> tuple[torch.Tensor, torch.Tensor]:
@@ -228,9 +227,7 @@ def _check_image_dataset(dataset) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 def _check_size(size) -> int:
-    if isinstance(size, bool) or not isinstance(size, int) or size < 1:
-        raise ValueError(f"size must be a positive int such as 32, not {size!r}")
-    return size
+    return require_int(size, "size", smallest=1, example=32)
 
 
 def _device_of(model: nn.Module) -> torch.device | None:

@@ -1093,14 +1093,14 @@ BAD_CALLS = [
         checkpoint.train_epochs,
         (DIGITS_MODEL, SGD, DataLoader(IMAGES), -1),
         ValueError,
-        "epochs must be an int >= 0",
+        "epochs must be at least 0 (e.g. 3)",
         "negative",
     ),
     bad(
         checkpoint.train_epochs,
         (DIGITS_MODEL, SGD, DataLoader(IMAGES), 1.5),
-        ValueError,
-        "epochs must be an int >= 0",
+        TypeError,
+        "epochs must be an int such as 3",
         "float",
     ),
     bad(

@@ -639,7 +639,7 @@ BAD_CALLS = [
         ddp_launch.stop_process_tree,
         ("ddp-workdir",),
         TypeError,
-        "pid must be an int, a process id such as one from still_running(marker)",
+        "pid must be an int such as one from still_running(marker)",
         "str",
     ),
     bad(ddp_launch.describe, ([{"rank": 0}],), ValueError, "pass the results of launch()", "partial-result"),

@@ -101,7 +101,7 @@ def test_run_python_treats_a_clean_exit_as_success(capsys):
         (("print(1)", [("CUDA_VISIBLE_DEVICES", "")]), TypeError, "dict of names to values"),
         (("print(1)", {"CUDA_VISIBLE_DEVICES": 0}), TypeError, "'0' not 0"),
         (("print(1)", None, 0), ValueError, "positive number of seconds"),
-        (("print(1)", None, True), ValueError, "positive number of seconds"),
+        (("print(1)", None, True), TypeError, "timeout must be a number such as 120"),
     ],
 )
 def test_run_python_bad_arguments_name_the_fix(arguments, error, fix):

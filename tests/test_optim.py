@@ -218,7 +218,7 @@ def test_parameters_without_grad_are_skipped_and_get_no_state():
 
 HYPERPARAMETER_FIXES = [
     ({"lr": -1e-3}, "lr must be >= 0"),
-    ({"lr": float("nan")}, "lr must be >= 0"),
+    ({"lr": float("nan")}, "lr must be a number such as 1e-3, not NaN"),
     ({"betas": (1.0, 0.999)}, "betas[0] must be in [0, 1)"),
     ({"betas": (-0.1, 0.999)}, "betas[0] must be in [0, 1)"),
     ({"betas": (0.9, 1.0)}, "betas[1] must be in [0, 1)"),
@@ -642,7 +642,7 @@ def test_check_adam_update_compares_the_moments_with_torch_adam_too():
 # Wrong calls and the fix each error names (tests/test_bad_inputs.py runs every file's BAD_CALLS)
 BAD_CALLS = [
     bad(optim.Adam, ([PARAMETER],), ValueError, "a small positive number such as 1e-3", "negative-lr", lr=-1e-3),
-    bad(optim.Adam, ([PARAMETER],), ValueError, "a small positive number such as 1e-3", "nan-lr", lr=float("nan")),
+    bad(optim.Adam, ([PARAMETER],), ValueError, "lr must be a number such as 1e-3, not NaN", "nan-lr", lr=float("nan")),
     bad(
         optim.Adam,
         ([PARAMETER],),
