@@ -290,14 +290,12 @@ def flat_parameters(model: nn.Module) -> torch.Tensor:
 
 
 def accuracy(model: nn.Module, dataset: TensorDataset | Subset) -> float:
-    """Fraction of `dataset` classified correctly, in evaluation mode; the model's mode is restored afterwards."""
+    """Fraction of `dataset` classified correctly: lesson 08's evaluate (evaluation mode, no autograd, the mode
+    restored) on the whole data set as one batch."""
+    from companion.training import evaluate  # here: every DDP rank imports this module, and training imports pyplot
+
     images, labels = _images_and_labels(dataset)
-    was_training = model.training
-    model.eval()
-    with torch.no_grad():
-        correct = (model(images).argmax(dim=1) == labels).sum().item()  # argmax over classes: (N,)
-    model.train(was_training)
-    return correct / len(labels)
+    return evaluate(model, [(images, labels)])[1]
 
 
 def states_equal(first: Mapping[str, Any], second: Mapping[str, Any]) -> bool:

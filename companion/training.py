@@ -37,6 +37,7 @@ def train_one_epoch(
     parameters; the model is left in the mode it was in.
     """
     _check_loop_arguments(model, optimizer, loss_fn)
+    loss_fn = _one_number_per_batch(loss_fn)  # a loss that is not one number raises an error naming the fix
     device = _device_of(model)
     was_training = model.training
     model.train()
@@ -46,7 +47,6 @@ def train_one_epoch(
             inputs, targets = inputs.to(device), targets.to(device)
             optimizer.zero_grad()  # otherwise backward() adds this batch's gradient to the last one's
             loss = loss_fn(model(inputs), targets)  # shape (): the mean over the batch
-            _check_scalar_loss(loss)
             loss.backward()
             optimizer.step()
             total += loss.item() * len(targets)  # .item(): a float, so the graph of this batch can be freed
@@ -61,6 +61,7 @@ def evaluate(model: nn.Module, loader: Batches, loss_fn: LossFunction = F.cross_
     """(mean loss per sample, accuracy) over `loader`, in evaluation mode without autograd; the mode is restored."""
     _check_model(model)
     _check_loss_fn(loss_fn)
+    loss_fn = _one_number_per_batch(loss_fn)
     device = _device_of(model)
     was_training = model.training
     model.eval()
@@ -72,7 +73,6 @@ def evaluate(model: nn.Module, loader: Batches, loss_fn: LossFunction = F.cross_
                 outputs = model(inputs)  # (N, classes)
                 _check_classification_batch(outputs, targets)
                 loss = loss_fn(outputs, targets)
-                _check_scalar_loss(loss)
                 total += loss.item() * len(targets)
                 correct += (outputs.argmax(dim=1) == targets).sum().item()  # argmax over classes: (N,)
                 count += len(targets)
@@ -194,10 +194,17 @@ def _check_loop_arguments(model, optimizer, loss_fn) -> None:
         )
 
 
-def _check_scalar_loss(loss) -> None:
-    if not isinstance(loss, torch.Tensor) or loss.dim() != 0:
-        shape = tuple(loss.shape) if isinstance(loss, torch.Tensor) else type(loss).__name__
-        raise ValueError(f"loss_fn must return one number per batch (reduction='mean'), not {shape}")
+def _one_number_per_batch(loss_fn: LossFunction) -> LossFunction:
+    """`loss_fn`, checked at each call: the loss of a batch must be one number (a 0-d tensor) for backward()."""
+
+    def checked(outputs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        loss = loss_fn(outputs, targets)
+        if not isinstance(loss, torch.Tensor) or loss.dim() != 0:
+            shape = tuple(loss.shape) if isinstance(loss, torch.Tensor) else type(loss).__name__
+            raise ValueError(f"loss_fn must return one number per batch (reduction='mean'), not {shape}")
+        return loss
+
+    return checked
 
 
 def _check_classification_batch(outputs: torch.Tensor, targets: torch.Tensor) -> None:

@@ -20,7 +20,7 @@ from torch.nn.modules.batchnorm import _BatchNorm
 from torch.utils.data import DataLoader, TensorDataset
 
 from companion._torch_errors import REFUSED_GLOBAL
-from companion.checkpoint import _equal, states_equal
+from companion.checkpoint import _equal, states_equal, train_epochs  # lesson 10's loop, one scheduler step an epoch
 from companion.exercises import passed, require, sandbox
 
 _DRAWS = frozenset({"torch_rng"})  # dropout draws from the global generator; a restore sets it on purpose
@@ -298,23 +298,12 @@ def _start(seed: int):
     return model, optimizer, scheduler, loader  # 3 batches an epoch
 
 
-def _train_run(model, optimizer, scheduler, loader, epochs) -> None:
-    """The plain loop of lesson 08, with one scheduler step an epoch."""
-    for _epoch in range(epochs):
-        model.train()
-        for x, y in loader:
-            optimizer.zero_grad(set_to_none=True)
-            F.cross_entropy(model(x), y).backward()
-            optimizer.step()
-        scheduler.step()
-
-
 @functools.cache
 def _unbroken() -> dict[str, torch.Tensor]:
     """The state_dict at the end of the run trained without a break (computed once, then shared by every check)."""
     with torch.random.fork_rng(devices=[]):
         model, optimizer, scheduler, loader = _start(seed=0)
-        _train_run(model, optimizer, scheduler, loader, TOTAL)
+        train_epochs(model, optimizer, loader, TOTAL, scheduler=scheduler)
     return model.state_dict()
 
 
@@ -322,7 +311,7 @@ def _check_resume(capture: Callable[..., dict], restore: Callable[..., int], hal
     """One break after `half` epochs: the resumed run must end where the unbroken one does. Only when it does not
     are the restored pieces compared, to name the first one that went wrong."""
     model, optimizer, scheduler, loader = _start(seed=0)
-    _train_run(model, optimizer, scheduler, loader, half)
+    train_epochs(model, optimizer, loader, half, scheduler=scheduler)
     expected = {
         "model": {k: v.clone() for k, v in model.state_dict().items()},
         "optimizer": _clone(optimizer.state_dict()),
@@ -364,7 +353,7 @@ def _check_resume(capture: Callable[..., dict], restore: Callable[..., int], hal
         "torch": restored_rng,
         "loader": loader.generator.get_state(),
     }
-    _train_run(model, optimizer, scheduler, loader, TOTAL - done)
+    train_epochs(model, optimizer, loader, TOTAL - done, scheduler=scheduler)
     if states_equal(model.state_dict(), _unbroken()):
         return  # every piece that matters came back, however it was restored
     _name_the_missing_piece(restored, expected, loaded)
