@@ -217,7 +217,10 @@ def harmless_payload(note: str) -> str:
 
 
 def make_model(num_classes: int = 10) -> nn.Sequential:
-    """A small digit classifier with named layers: two conv + BatchNorm blocks, dropout, and a linear `head`."""
+    """A small digit classifier with named layers: two conv + BatchNorm blocks, dropout, and a linear `head`.
+
+    Richer than lesson 09's `optim.digits_mlp` on purpose: a checkpoint must carry buffers (BatchNorm's running
+    statistics) and a mode-dependent layer (dropout), and fine-tuning needs a `head` to replace."""
     return nn.Sequential(
         OrderedDict(
             conv1=nn.Conv2d(1, 8, kernel_size=3, padding=1),

@@ -133,7 +133,9 @@ def sgd_momentum_update(param: Tensor, grad: Tensor, buf: Tensor | None, lr: flo
 def digits_mlp(seed: int = 0, hidden: int = 32) -> nn.Sequential:
     """A small classifier for the 8x8 digits (64 -> hidden -> 10), its initial weights set by `seed` alone.
 
-    The caller's random state plays no part and is left as it was; on another CPU the last bits may differ.
+    Not lesson 10's `checkpoint.make_model`: comparing optimizers wants no BatchNorm (its statistics would move with
+    every optimizer differently) and a model small enough to train many copies in seconds. The caller's random state
+    plays no part and is left as it was; on another CPU the last bits may differ.
     """
     with torch.random.fork_rng(devices=[]):  # leave the caller's random state as it was
         torch.manual_seed(seed)
