@@ -1,13 +1,17 @@
-"""Lesson 06: `nn.BatchNorm2d` in plain tensor operations (statistics, modes, running update), and a plot.
+"""Lesson 06: `nn.BatchNorm2d` in plain tensor operations (statistics, modes, running update), and two plots.
 
 The code the lesson teaches comes first: `BatchNorm2dReference`, then the statistics it uses. Argument guards sit
 below it; the exercise self-checks live in `companion/checks/batchnorm.py`.
 """
 
+import copy
+import math
+
 import matplotlib.pyplot as plt
 import torch
 import torch.nn as nn
 from matplotlib.figure import Figure
+from matplotlib.patches import Polygon
 
 from companion._validate import require_int, require_number, require_tensor
 from companion.plotting import COLUMN_WIDTH
@@ -173,7 +177,7 @@ def _check_enough_values(x: torch.Tensor, num_features: int) -> None:
         )
 
 
-# The lesson's picture (called only with the lesson's own arguments, so no guards). ----------------------------------
+# The lesson's pictures (called only with the lesson's own arguments, so no guards). ----------------------------------
 
 
 def running_mean_history(momentum: float | None, batches: torch.Tensor) -> list[float]:
@@ -195,4 +199,44 @@ def plot_running_means(histories: dict[str, list[float]], true_mean: float) -> F
     ax.set_xlabel("training step / 训练步")
     ax.set_ylabel("running_mean / 滑动均值")
     ax.legend(loc="lower right")
+    return fig
+
+
+def normalized_together(layer: nn.Module, shape: tuple[int, int, int, int]) -> torch.Tensor:
+    """The inputs `layer` normalises together with x[0, -1, 0, 0] (one mean): those its output there depends on."""
+    probe = torch.randn(shape, dtype=torch.float64, generator=torch.Generator().manual_seed(0), requires_grad=True)
+    layer = copy.deepcopy(layer).double()  # float64 on a copy: no derivative rounds to 0, the lesson's layer untouched
+    (grad,) = torch.autograd.grad(layer(probe)[0, -1, 0, 0], probe)  # (N, C, H, W)
+    return grad != 0  # (N, C, H, W): True where the input reaches that output through the shared mean and variance
+
+
+def plot_norm_groups(layers: dict[str, nn.Module], shape: tuple[int, int, int, int]) -> Figure:
+    """Draw a batch of `shape` as a cube (N deep, C across, H·W down) per layer, shading `normalized_together`."""
+    n_count, c_count, h, w = shape
+    hw_count, (dx, dy) = h * w, (0.45, 0.3)  # the depth axis drawn as a step of (dx, dy) per sample
+    fig, axes = plt.subplots(2, 2, figsize=(COLUMN_WIDTH, 4.8), layout="constrained")
+    for ax, (name, layer) in zip(axes.flat, layers.items(), strict=True):
+        mask = normalized_together(layer, shape).reshape(n_count, c_count, hw_count)  # (N, C, H·W)
+        faces = [("front", 0, c, k) for c in range(c_count) for k in range(hw_count)]
+        faces += [("top", n, c, 0) for n in range(n_count) for c in range(c_count)]
+        faces += [("side", n, c_count - 1, k) for n in range(n_count) for k in range(hw_count)]
+        for face, n, c, k in faces:
+            x, y = c + n * dx, hw_count - 1 - k + n * dy  # lower left corner of the cell's front face
+            corners = {
+                "front": [(x, y), (x + 1, y), (x + 1, y + 1), (x, y + 1)],
+                "top": [(x, y + 1), (x + 1, y + 1), (x + 1 + dx, y + 1 + dy), (x + dx, y + 1 + dy)],
+                "side": [(x + 1, y), (x + 1 + dx, y + dy), (x + 1 + dx, y + 1 + dy), (x + 1, y + 1)],
+            }[face]
+            shade = {"front": "#4c72b0", "top": "#7b9bd0", "side": "#34548a"}[face] if mask[n, c, k] else "white"
+            ax.add_patch(Polygon(corners, facecolor=shade, edgecolor="0.35", linewidth=0.6, gid=f"{n},{c},{k}"))
+        ax.text(c_count / 2, -0.25, "C channels / 通道", ha="center", va="top")
+        ax.text(-0.25, hw_count / 2, "H·W positions / 位置", ha="right", va="center", rotation=90)
+        angle = math.degrees(math.atan2(dy, dx))  # the depth edge's slope, on axes with equal aspect
+        corner = (c_count + n_count * dx / 2 + 0.2, n_count * dy / 2 - 0.15)
+        ax.text(*corner, "N samples / 样本", ha="left", va="top", rotation=angle, rotation_mode="anchor")
+        ax.set_title(f"{name}\n{int(mask.sum())} values share a mean / {int(mask.sum())} 个值共用一个均值", fontsize=10)
+        ax.set_xlim(-1.3, c_count + n_count * dx + 2.2)
+        ax.set_ylim(-0.9, hw_count + n_count * dy + 0.1)
+        ax.set_aspect("equal")
+        ax.axis("off")
     return fig

@@ -1,5 +1,6 @@
-"""Lesson 01: tensors. The picture of strides and views: one storage drawn as a row of cells, and several tensors
-that read it, each cell marked with the storage position it reads.
+"""Lesson 01: tensors. Two pictures: strides and views (one storage drawn as a row of cells, and several tensors
+that read it, each cell marked with the storage position it reads), and broadcasting (each operand stretched to the
+common shape by a stride of 0, and the result).
 
 The lesson's own code is in the notebook; this module holds the figure, which needs more drawing code than a lesson
 cell should show. The position of element (i, j, ...) is the lesson's formula: offset + i * stride[0] + j * stride[1]
@@ -33,15 +34,18 @@ def _storage_values(x: torch.Tensor) -> torch.Tensor:
 # The picture (called only with the lesson's own tensors, so no argument checks). ------------------------------------
 
 
-def _grid(ax, values: torch.Tensor, positions: torch.Tensor, colours) -> None:
-    """Draw a 1-d or 2-d tensor as cells: its value in the middle, the storage position it reads below it."""
+def _grid(ax, values: torch.Tensor, positions: torch.Tensor | None, colours, faded=None) -> None:
+    """Draw a 1-d or 2-d tensor as cells: its value in the middle, the storage position it reads below it (white
+    cells and no position when `positions` is None); cells where the bool tensor `faded` is True are drawn light."""
     rows, cols = (1, values.shape[0]) if values.dim() == 1 else tuple(values.shape)
     for r, c in itertools.product(range(rows), range(cols)):
         index = (c,) if values.dim() == 1 else (r, c)
-        position = int(positions[index])
-        ax.add_patch(plt.Rectangle((c, r), 1, 1, facecolor=colours[position % len(colours)], edgecolor="0.3"))
+        light = faded is not None and bool(faded[index])
+        colour = "white" if positions is None else colours[int(positions[index]) % len(colours)]
+        ax.add_patch(plt.Rectangle((c, r), 1, 1, facecolor=colour, edgecolor="0.3", alpha=0.4 if light else 1.0))
         ax.text(c + 0.5, r + 0.42, f"{values[index].item()}", ha="center", va="center", fontsize=13)
-        ax.text(c + 0.5, r + 0.82, f"@{position}", ha="center", va="center", fontsize=10, color="0.25")
+        if positions is not None:
+            ax.text(c + 0.5, r + 0.82, f"@{int(positions[index])}", ha="center", va="center", fontsize=10, color="0.25")
     ax.set_xlim(0, cols)
     ax.set_ylim(rows, 0)  # row 0 at the top, as a tensor prints
     ax.set_aspect("equal")
@@ -70,4 +74,47 @@ def plot_views(views: dict[str, torch.Tensor]) -> Figure:
         ax.set_ylim(tallest, 0)  # every grid on the same scale, aligned at the top
         offset = f", offset {view.storage_offset()}" if view.storage_offset() else ""
         ax.set_title(f"{name}\nstride {tuple(view.stride())}{offset}", fontsize=10)
+    return fig
+
+
+def _read_again(positions: torch.Tensor) -> torch.Tensor:
+    """True for each cell whose storage position an earlier cell (in row order) already read."""
+    seen: set[int] = set()
+    again = []
+    for position in positions.flatten().tolist():
+        again.append(position in seen)
+        seen.add(position)
+    return torch.tensor(again).reshape(positions.shape)
+
+
+def plot_broadcast(a: torch.Tensor, b: torch.Tensor) -> Figure:
+    """Draw `a` and `b` (at most 2-d) as broadcasting reads them (light cells: stride 0 repeats), then `a + b`."""
+    a_read, b_read = torch.broadcast_tensors(a, b)  # both of the common shape, views of a and b
+    total = a + b
+    rows, cols = (1, total.shape[0]) if total.dim() == 1 else tuple(total.shape)
+    palette = plt.get_cmap("Pastel1").colors  # light, so the black numbers stay readable
+    split = _storage_values(a).numel()  # a's positions take the first colours, b's the next ones
+    fig = plt.figure(figsize=(COLUMN_WIDTH, 0.5 * rows + 1.2), layout="constrained")
+    grid = fig.add_gridspec(1, 5, width_ratios=(cols, 0.6, cols, 0.6, cols))
+    panels = [(0, "a", a, a_read, palette[:split]), (2, "b", b, b_read, palette[split:])]
+    for column, name, operand, read, colours in panels:
+        ax = fig.add_subplot(grid[0, column])
+        positions = _storage_positions(read)
+        _grid(ax, read, positions, colours, faded=_read_again(positions))
+        ax.set_aspect("auto")  # the figure's height makes the cells square, with no gap for the layout to leave
+        shapes = f"{name}: {tuple(operand.shape)} → {tuple(read.shape)}"
+        ax.set_title(f"{shapes}\nstride {read.stride()}\nstretched view / 扩展的视图", fontsize=10)
+    ax = fig.add_subplot(grid[0, 4])
+    _grid(ax, total, None, palette)
+    ax.set_aspect("auto")
+    ax.set_title(f"a + b: {tuple(total.shape)}\nstride {total.stride()}\nnew memory / 新内存", fontsize=10)
+    for column, sign in [(1, "+"), (3, "=")]:
+        ax = fig.add_subplot(grid[0, column])
+        ax.text(0.5, 0.5, sign, ha="center", va="center", fontsize=20)
+        ax.set_axis_off()
+    fig.supxlabel(
+        "light cells: stride 0 reads an element again; @p: its storage position\n"
+        "浅色格：步幅为 0，重复读取同一元素；@p：读取的存储位置",
+        fontsize=10,
+    )
     return fig

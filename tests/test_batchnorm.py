@@ -1,6 +1,7 @@
 """companion.batchnorm against nn.BatchNorm2d (statistics, the reference layer over many steps, the plot) and the
 lesson's self-checks in companion.checks.batchnorm."""
 
+import copy
 import re
 import warnings
 
@@ -18,6 +19,8 @@ from companion.batchnorm import (
     channel_statistics,
     normalize_per_channel,
     normalize_per_position,
+    normalized_together,
+    plot_norm_groups,
     plot_running_means,
     running_mean_history,
 )
@@ -272,6 +275,85 @@ def test_plot_draws_one_line_per_history_and_the_true_mean():
     assert list(ax.lines[1].get_ydata()) == [0.0, 3.0, 2.9]
     assert "滑动均值" in ax.get_ylabel()
     assert fig.get_size_inches()[0] <= COLUMN_WIDTH
+    plt.close(fig)
+
+
+def normalize_over(x, dims):
+    """Subtract the mean and divide by the standard deviation (biased, eps 1e-5) over `dims` of x."""
+    variance, mean = torch.var_mean(x, dim=dims, correction=0, keepdim=True)
+    return (x - mean) / torch.sqrt(variance + 1e-5)
+
+
+NORM_CASES = {  # layer, its statistics written as a reduction checked against torch, the cells sharing x[0, -1, 0, 0]'s
+    "BatchNorm2d(6)": (
+        nn.BatchNorm2d(6),
+        lambda x: normalize_over(x, (0, 2, 3)),
+        lambda mask: mask[:, 5].fill_(True),
+    ),
+    "LayerNorm([6, 2, 2])": (
+        nn.LayerNorm([6, 2, 2]),
+        lambda x: normalize_over(x, (1, 2, 3)),
+        lambda mask: mask[0].fill_(True),
+    ),
+    "InstanceNorm2d(6)": (
+        nn.InstanceNorm2d(6),
+        lambda x: normalize_over(x, (2, 3)),
+        lambda mask: mask[0, 5].fill_(True),
+    ),
+    "GroupNorm(3, 6)": (
+        nn.GroupNorm(3, 6),
+        lambda x: normalize_over(x.reshape(4, 3, 2, 2, 2), (2, 3, 4)).reshape(x.shape),  # (N, G, C/G, H, W)
+        lambda mask: mask[0, 4:6].fill_(True),
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(NORM_CASES))
+def test_normalized_together_are_the_values_pytorchs_layer_reduces_over(name):
+    layer, by_reduction, share = NORM_CASES[name]
+    x = torch.randn(4, 6, 2, 2, dtype=torch.float64)
+    assert_close(copy.deepcopy(layer).double()(x), by_reduction(x))  # the reduction is what the layer computes
+    want = torch.zeros(4, 6, 2, 2, dtype=torch.bool)
+    share(want)
+    assert torch.equal(normalized_together(layer, (4, 6, 2, 2)), want)
+    if isinstance(layer, nn.BatchNorm2d):
+        assert layer.num_batches_tracked.item() == 0  # probed on a copy: the layer itself did not train
+
+
+def test_normalized_together_follows_the_groups_on_other_shapes():
+    assert (
+        normalized_together(nn.GroupNorm(2, 6), (3, 6, 1, 2))[0].flatten(1).all(1).tolist() == [False] * 3 + [True] * 3
+    )
+    assert normalized_together(nn.GroupNorm(2, 6), (3, 6, 1, 2))[1:].sum() == 0
+    assert normalized_together(nn.BatchNorm2d(2), (5, 2, 3, 1)).sum((0, 2, 3)).tolist() == [0, 15]
+
+
+def test_plot_norm_groups_shades_what_each_layer_normalises_together():
+    use_course_style()
+    layers = {name: layer for name, (layer, _, _) in NORM_CASES.items()}
+    fig = plot_norm_groups(layers, (4, 6, 2, 2))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a missing Chinese glyph would warn
+        fig.canvas.draw()
+    assert fig.get_figwidth() <= COLUMN_WIDTH
+    assert fig.get_layout_engine() is not None  # constrained layout
+    for ax, (name, (layer, _, _)) in zip(fig.axes, NORM_CASES.items(), strict=True):
+        mask = normalized_together(layer, (4, 6, 2, 2)).reshape(4, 6, 4)  # (N, C, H·W)
+        assert len(ax.patches) == 6 * 4 + 4 * 6 + 4 * 4  # the cube's front, top and side faces
+        for patch in ax.patches:
+            n, c, k = map(int, patch.get_gid().split(","))
+            assert (patch.get_facecolor() != (1.0, 1.0, 1.0, 1.0)) == bool(mask[n, c, k]), (name, n, c, k)
+        count = int(mask.sum())
+        assert ax.get_title() == f"{name}\n{count} values share a mean / {count} 个值共用一个均值"
+        labels = [text.get_text() for text in ax.texts]
+        assert labels == ["C channels / 通道", "H·W positions / 位置", "N samples / 样本"]
+        assert all(text.get_fontsize() >= 10 for text in ax.texts) and ax.title.get_fontsize() >= 10
+    assert [int(normalized_together(layer, (4, 6, 2, 2)).sum()) for layer, _, _ in NORM_CASES.values()] == [
+        16,
+        24,
+        4,
+        8,
+    ]
     plt.close(fig)
 
 

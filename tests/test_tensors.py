@@ -1,5 +1,6 @@
 """companion.tensors against PyTorch: the storage positions the strides-and-views figure draws are the ones PyTorch
-reads, and the figure shows each tensor's real values, positions and strides in the course's style."""
+reads, and the figures (views, broadcasting) show each tensor's real values, positions and strides in the course's
+style."""
 
 import warnings
 
@@ -12,7 +13,7 @@ from hypothesis import strategies as st
 from companion.checks import tensors as checks_tensors
 from companion.exercises import WrongAnswer
 from companion.plotting import COLUMN_WIDTH, use_course_style
-from companion.tensors import _storage_positions, _storage_values, plot_views
+from companion.tensors import _storage_positions, _storage_values, plot_broadcast, plot_views
 from tests.bad_inputs import bad
 
 
@@ -97,6 +98,52 @@ def test_plot_views_draws_the_lessons_tensors_as_pytorch_reads_them():
     assert all(text.get_fontsize() >= 10 for ax in fig.axes for text in ax.texts)
     assert all(ax.title.get_fontsize() >= 10 for ax in fig.axes)
     plt.close(fig)
+
+
+@pytest.mark.parametrize(
+    ("a_shape", "b_shape"),
+    [((3, 1), (4,)), ((2, 3), (3,)), ((1, 4), (3, 1)), ((2, 1), (2, 3)), ((), (2, 3))],
+)
+def test_plot_broadcast_draws_what_broadcasting_reads_and_adds(a_shape, b_shape):
+    use_course_style()
+    a = (torch.arange(torch.Size(a_shape).numel()) * 10).reshape(a_shape)  # the lesson's a: 0, 10, 20 as a column
+    b = (torch.arange(torch.Size(b_shape).numel()) + 1).reshape(b_shape)
+    fig = plot_broadcast(a, b)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a missing Chinese glyph would warn
+        fig.canvas.draw()
+    assert fig.get_figwidth() <= COLUMN_WIDTH
+    assert fig.get_layout_engine() is not None  # constrained layout
+    a_ax, b_ax, sum_ax, plus_ax, equals_ax = fig.axes
+    assert [t.get_text() for t in plus_ax.texts + equals_ax.texts] == ["+", "="]
+    for ax, name, operand, read in zip((a_ax, b_ax), "ab", (a, b), torch.broadcast_tensors(a, b), strict=True):
+        positions = pytorch_positions(read).flatten().tolist()
+        values = read.flatten().tolist()  # row by row, as the cells are drawn
+        assert panel_cells(ax) == [(str(v), f"@{p}") for v, p in zip(values, positions, strict=True)]
+        # light exactly where an earlier cell read the same position: the stride-0 repeats
+        light = [patch.get_alpha() < 1 for patch in ax.patches]
+        assert light == [p in positions[:k] for k, p in enumerate(positions)]
+        colours = {}
+        for p, patch in zip(positions, ax.patches, strict=True):
+            assert colours.setdefault(p, patch.get_facecolor()[:3]) == patch.get_facecolor()[:3]  # one per position
+        assert len(set(colours.values())) == len(colours)
+        title = ax.get_title()
+        assert title.startswith(f"{name}: {tuple(operand.shape)} → {tuple(read.shape)}")
+        assert f"stride {read.stride()}" in title and "视图" in title
+    assert not set(colours_of(a_ax)) & set(colours_of(b_ax))  # a's colours are not b's
+    total = a + b
+    assert [t.get_text() for t in sum_ax.texts] == [str(v) for v in total.flatten().tolist()]
+    assert f"a + b: {tuple(total.shape)}" in sum_ax.get_title() and f"stride {total.stride()}" in sum_ax.get_title()
+    assert "新内存" in sum_ax.get_title()
+    assert "stride 0" in fig.get_supxlabel() and "步幅为 0" in fig.get_supxlabel()
+    assert all(text.get_fontsize() >= 10 for ax in fig.axes for text in ax.texts)
+    assert all(ax.title.get_fontsize() >= 10 for ax in fig.axes)
+    plt.close(fig)
+
+
+def colours_of(ax) -> list[tuple[float, ...]]:
+    """The fill colour of each cell of a panel, without its transparency."""
+    return [tuple(patch.get_facecolor()[:3]) for patch in ax.patches]
 
 
 # Wrong calls and the fix each error names (tests/test_bad_inputs.py runs every file's BAD_CALLS)
