@@ -1,5 +1,5 @@
-"""Lesson 12: what the lesson's DDP script imports (each rank's device and backend, the shared data), the picture of
-DistributedSampler, and the function torch.multiprocessing.spawn runs in each child.
+"""Lesson 12: what the lesson's DDP script imports (each rank's device and backend, the shared data), the pictures of
+DDP's all-reduce and of DistributedSampler, and the function torch.multiprocessing.spawn runs in each child.
 
 The script every rank runs is written by the lesson itself (notebooks/12-ddp.ipynb writes it to ddp/train.py with
 %%writefile), so the learner reads it, edits it and launches it again; companion.ddp_launch starts it.
@@ -8,11 +8,15 @@ The script every rank runs is written by the lesson itself (notebooks/12-ddp.ipy
 import os
 import runpy
 import sys
+import threading
 from collections.abc import Mapping, Sequence
+from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import torch
+import torch.distributed as dist
+import torch.nn.functional as F
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 from torch.utils.data import DistributedSampler, TensorDataset
@@ -72,6 +76,96 @@ def local_rank_from(argument: int | None, environ: Mapping[str, str] = os.enviro
             f"LOCAL_RANK is {environ['LOCAL_RANK']!r}, not a number: start the script with torchrun, which sets "
             "LOCAL_RANK to 0, 1, ... for the ranks of each node"
         ) from None
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# DDP's all-reduce in a picture.
+
+
+def allreduce_gradients(
+    model: nn.Module, x: torch.Tensor, y: torch.Tensor, world_size: int = 2
+) -> tuple[list[torch.Tensor], list[torch.Tensor], torch.Tensor]:
+    """Each rank's gradient (all parameters, flattened) on its share x[rank::world_size], what each rank holds after
+    DDP's all-reduce (divided by world_size, then summed by a real gloo group whose ranks are threads of this
+    process), and the whole batch's gradient. The model's .grad is left alone."""
+    parameters = list(model.parameters())
+
+    def gradient(xs: torch.Tensor, ys: torch.Tensor) -> torch.Tensor:  # (number of parameters,)
+        grads = torch.autograd.grad(F.mse_loss(model(xs), ys), parameters)
+        return torch.cat([g.flatten() for g in grads])
+
+    shares = [gradient(x[rank::world_size], y[rank::world_size]) for rank in range(world_size)]
+    reduced = [share / world_size for share in shares]  # what DDP's default hook does before the all-reduce
+    store, errors = dist.HashStore(), []
+
+    def rank_thread(rank: int) -> None:
+        try:
+            group = dist.ProcessGroupGloo(store, rank, world_size, timedelta(seconds=30))
+            group.allreduce([reduced[rank]]).wait()  # in place: each rank's tensor becomes the sum of all
+        except RuntimeError as error:
+            errors.append(error)
+
+    threads = [threading.Thread(target=rank_thread, args=(rank,)) for rank in range(world_size)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    if errors:
+        raise errors[0]
+    return shares, reduced, gradient(x, y)
+
+
+def plot_allreduce(model: nn.Module, x: torch.Tensor, y: torch.Tensor, world_size: int = 2) -> "Figure":
+    """Draw each rank's gradient on its share, then what every rank holds after the all-reduce, against the whole
+    batch's gradient: the step that keeps DDP's replicas equal."""
+    import matplotlib.pyplot as plt
+
+    from companion.plotting import COLUMN_WIDTH
+
+    shares, reduced, whole = allreduce_gradients(model, x, y, world_size)
+    names = [  # w1, w2, w3, b for nn.Linear(3, 1)
+        f"{name[0]}{i + 1}" if p.numel() > 1 else name[0]
+        for name, p in model.named_parameters()
+        for i in range(p.numel())
+    ]
+    colours = plt.get_cmap("tab10").colors
+    fig = plt.figure(figsize=(COLUMN_WIDTH, 5.2), layout="constrained")
+    rows = fig.subfigures(2, 1)
+    rows[0].suptitle("each rank: the gradient of its share of the batch\n每个 rank：自己那份数据的梯度", fontsize=10)
+    rows[1].suptitle(
+        f"each rank divides by {world_size}, the all-reduce sums: every rank holds the same gradient\n"
+        f"每个 rank 先除以 {world_size}，all-reduce 再求和：每个 rank 拿到同一个梯度",
+        fontsize=10,
+    )
+    top, bottom = (row.subplots(1, world_size, sharey=True, squeeze=False)[0] for row in rows)
+    values = torch.cat([*shares, whole])
+    low, high = min(0.0, values.min().item()), max(0.0, values.max().item())
+    margin = 0.25 * (high - low)
+    for rank in range(world_size):
+        count = len(x[rank::world_size])
+        for ax, heights, colour, title in (
+            (top[rank], shares[rank], colours[rank], f"rank {rank}: {count} samples / {count} 个样本"),
+            (bottom[rank], reduced[rank], "0.55", f"rank {rank} after all-reduce / all-reduce 之后"),
+        ):
+            bars = ax.bar(range(len(names)), heights.tolist(), color=colour)
+            ax.bar_label(bars, fmt="%.3f", fontsize=10, padding=2)
+            ax.axhline(0, color="0.3", linewidth=0.8)
+            ax.set_xticks(range(len(names)), names)
+            ax.set_ylim(low - margin, high + margin)
+            ax.set_title(title, fontsize=10)
+        bottom[rank].plot(
+            range(len(names)),
+            whole.tolist(),
+            "_",
+            color="black",
+            markersize=30,
+            markeredgewidth=2,
+            label="whole batch / 整批",
+        )
+    top[0].set_ylabel("gradient / 梯度")
+    bottom[0].set_ylabel("gradient / 梯度")
+    fig.legend(*bottom[0].get_legend_handles_labels(), loc="outside lower center", fontsize=10)
+    return fig
 
 
 # ----------------------------------------------------------------------------------------------------------------

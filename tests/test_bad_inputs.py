@@ -104,6 +104,8 @@ EXEMPT = {
     "tensors.plot_broadcast": "a plot helper, called only with the lesson's own tensors",
     "batchnorm.normalized_together": "probes the lesson's own layers for the plot",
     "batchnorm.plot_norm_groups": "a plot helper, called only with the lesson's own layers",
+    "ddp.allreduce_gradients": "computes the numbers of the lesson's all-reduce picture for its own model and batch",
+    "ddp.plot_allreduce": "a plot helper, called only with the lesson's own arguments",
     "autograd.plot_backward": "a plot helper called only with the lesson's own tensors; backward_graph guards them",
     "data.batch_table": "tabulates DataLoader for the lesson's own small figure",
     "data.plot_batches": "a plot helper, called only with the lesson's own arguments",

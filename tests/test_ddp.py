@@ -16,6 +16,7 @@ import subprocess
 import sys
 import threading
 import time
+import warnings
 
 import matplotlib.pyplot as plt
 import psutil
@@ -24,15 +25,18 @@ import torch
 import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from matplotlib.text import Text
 from torch import nn
 from torch.utils.data import DataLoader, DistributedSampler
 
 from companion import ddp, ddp_launch
 from companion.checkpoint import load_checkpoint
 from companion.ddp import (
+    allreduce_gradients,
     device_and_backend,
     flat_parameters,
     local_rank_from,
+    plot_allreduce,
     plot_sampler,
     regression_data,
     sampler_table,
@@ -55,7 +59,7 @@ from companion.ddp_launch import (
     worker_environment,
 )
 from companion.exercises import WrongAnswer
-from companion.plotting import use_course_style
+from companion.plotting import COLUMN_WIDTH, use_course_style
 from companion.training import train_one_epoch
 from tests.bad_inputs import SCRIPT, bad, in_tmp
 from tools import soak
@@ -304,6 +308,64 @@ def test_plot_sampler_hatches_exactly_the_padding_within_the_column():
             assert sum(cell.get_hatch() == "//" for cell in cells) == 3 * 2  # 2 padded places per epoch
             assert [t.get_text() for t in ax.texts[:4]] == [str(i) for i in sampler_table(10, 3, 1, True)[0][0]]
             assert min(t.get_fontsize() for t in ax.texts) >= 10
+    finally:
+        plt.close(fig)
+
+
+def gradient_by_backward(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """The gradient of F.mse_loss on (x, y), all parameters flattened, by .backward() as a training step takes it."""
+    model.zero_grad()
+    F.mse_loss(model(x), y).backward()
+    return torch.cat([p.grad.flatten() for p in model.parameters()])
+
+
+@pytest.mark.parametrize(("samples", "world_size"), [(16, 2), (12, 3), (5, 1)])
+def test_allreduce_gives_every_rank_the_mean_of_the_shares_gradients(samples, world_size):
+    x, y = regression_data().tensors
+    x, y = x[:samples], y[:samples]
+    model = seeded(lambda: nn.Linear(3, 1))
+    shares, reduced, whole = allreduce_gradients(model, x, y, world_size)
+    assert all(p.grad is None for p in model.parameters())  # the model's .grad is left alone
+    for rank in range(world_size):
+        assert torch.equal(shares[rank], gradient_by_backward(model, x[rank::world_size], y[rank::world_size]))
+        assert torch.equal(reduced[rank], reduced[0])  # the replicas get the same bits
+    assert torch.allclose(reduced[0], torch.stack(shares).mean(dim=0), atol=1e-6)
+    assert torch.equal(whole, gradient_by_backward(model, x, y))
+    assert torch.allclose(reduced[0], whole, atol=1e-5)  # equal shares: the whole batch's gradient
+    if world_size == 2:  # two addends: the all-reduce's sum is exactly the mean of the two
+        assert torch.equal(reduced[0], (shares[0] + shares[1]) / 2)
+
+
+def test_plot_allreduce_draws_the_gradients_pytorch_computes():
+    use_course_style()
+    x, y = regression_data().tensors
+    model = seeded(lambda: nn.Linear(3, 1))
+    fig = plot_allreduce(model, x[:16], y[:16])
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # a missing Chinese glyph would warn
+            fig.canvas.draw()
+        assert fig.get_figwidth() <= COLUMN_WIDTH and fig.get_layout_engine() is not None
+        top, bottom = fig.subfigs
+        whole = gradient_by_backward(model, x[:16], y[:16]).tolist()
+        for rank, ax in enumerate(top.axes):
+            heights = [bar.get_height() for bar in ax.patches]
+            share = gradient_by_backward(model, x[rank:16:2], y[rank:16:2])
+            assert torch.equal(torch.tensor(heights), share)
+            assert [t.get_text() for t in ax.texts] == [f"{v:.3f}" for v in heights]
+            assert [t.get_text() for t in ax.get_xticklabels()] == ["w1", "w2", "w3", "b"]
+        shares = [gradient_by_backward(model, x[r:16:2], y[r:16:2]) for r in range(2)]
+        for ax in bottom.axes:
+            heights = [bar.get_height() for bar in ax.patches]
+            assert torch.equal(torch.tensor(heights), (shares[0] + shares[1]) / 2)  # all-reduced mean
+            (marks,) = ax.get_lines()[1:]  # after the zero line: the whole batch's gradient
+            assert list(marks.get_ydata()) == whole
+            assert max(abs(a - b) for a, b in zip(heights, whole, strict=True)) < 1e-5
+        titles = [top.get_suptitle(), bottom.get_suptitle()] + [ax.get_title() for ax in fig.axes]
+        assert all(re.search("[a-z]", t) and re.search("[\u4e00-\u9fff]", t) for t in titles)  # both languages
+        (legend,) = fig.legends
+        assert [t.get_text() for t in legend.get_texts()] == ["whole batch / 整批"]
+        assert min(t.get_fontsize() for t in fig.findobj(Text) if t.get_text()) >= 10  # tick labels too
     finally:
         plt.close(fig)
 
