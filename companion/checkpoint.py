@@ -22,6 +22,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 from torch.nn.modules.batchnorm import _BatchNorm
+from torch.nn.parallel import DistributedDataParallel
 from torch.utils.data import DataLoader, Dataset, Subset, TensorDataset
 
 from companion._torch_errors import explain_load_error
@@ -288,8 +289,10 @@ def train_epochs(
 
 
 def flat_parameters(model: nn.Module) -> torch.Tensor:
-    """Every parameter of `model` in one detached 1-D tensor: a point whose distance to another run's we can take."""
-    return torch.cat([p.detach().flatten() for p in model.parameters()])  # (number of parameters,)
+    """Every parameter of `model` (of the module inside a DDP wrapper) in order, in one detached 1-D tensor on the CPU:
+    a point whose distance to another run's we can take (lesson 10), or, as .tolist(), what a DDP rank reports."""
+    model = model.module if isinstance(model, DistributedDataParallel) else model
+    return torch.cat([p.detach().cpu().flatten() for p in model.parameters()])  # (number of parameters,)
 
 
 def accuracy(model: nn.Module, dataset: TensorDataset | Subset) -> float:

@@ -18,7 +18,6 @@ import torch
 import torch.distributed as dist
 import torch.nn.functional as F
 from torch import nn
-from torch.nn.parallel import DistributedDataParallel
 from torch.utils.data import DistributedSampler, TensorDataset
 
 from companion._validate import require_int
@@ -52,12 +51,6 @@ def regression_data(n: int = 64, seed: int = 0) -> TensorDataset:
     x = torch.randn(n, len(TRUE_WEIGHT), generator=generator)  # (n, 3)
     y = x @ torch.tensor(TRUE_WEIGHT) + TRUE_BIAS + 0.1 * torch.randn(n, generator=generator)  # (n,)
     return TensorDataset(x, y.unsqueeze(1))  # targets (n, 1), like the model's output
-
-
-def flat_parameters(model: nn.Module) -> list[float]:
-    """All parameters of `model` (or of the module inside a DDP wrapper) as one list of floats, in order."""
-    model = model.module if isinstance(model, DistributedDataParallel) else model
-    return torch.nn.utils.parameters_to_vector(model.parameters()).detach().cpu().tolist()  # (number of parameters,)
 
 
 def local_rank_from(argument: int | None, environ: Mapping[str, str] = os.environ) -> int:

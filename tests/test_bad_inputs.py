@@ -93,7 +93,6 @@ EXEMPT = {
     "checkpoint.flat_parameters": "a one-line view of the lesson's own models for the resume figure",
     "checkpoint.plot_resume": "a plot helper called only with the lesson's own runs",
     "ddp.regression_data": "builds the lesson's data set; the lesson and its script call it with its own size",
-    "ddp.flat_parameters": "a one-line view of the lesson's own models and DDP wrappers",
     "ddp.sampler_table": "tabulates DistributedSampler for the lesson's own small cases",
     "ddp.plot_sampler": "a plot helper, called only with the lesson's own arguments",
     "conv.plot_dilation": "a plot helper, called only with the lesson's own arguments",

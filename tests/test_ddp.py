@@ -22,19 +22,20 @@ import matplotlib.pyplot as plt
 import psutil
 import pytest
 import torch
+import torch.distributed as dist
 import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from matplotlib.text import Text
 from torch import nn
+from torch.nn.parallel import DistributedDataParallel as DDP
 from torch.utils.data import DataLoader, DistributedSampler
 
 from companion import ddp, ddp_launch
-from companion.checkpoint import load_checkpoint
+from companion.checkpoint import flat_parameters, load_checkpoint
 from companion.ddp import (
     allreduce_gradients,
     device_and_backend,
-    flat_parameters,
     local_rank_from,
     plot_allreduce,
     plot_sampler,
@@ -134,7 +135,7 @@ def test_ddp_on_two_nodes_equals_one_process_on_the_whole_batch(node_runs, rende
     single = seeded(lambda: nn.Linear(3, 1))
     losses = one_process(single)
     assert results[0]["parameters"] == results[1]["parameters"]  # the replicas stay bit-identical
-    assert largest_difference(results[0]["parameters"], flat_parameters(single)) < TOLERANCE
+    assert largest_difference(results[0]["parameters"], flat_parameters(single).tolist()) < TOLERANCE
     assert largest_difference(results[0]["epoch_losses"], losses) < 1e-5  # all-reduced: the whole batch's
     assert results[0]["epoch_losses"] == results[1]["epoch_losses"]
 
@@ -155,8 +156,8 @@ def test_two_nodes_on_loopback_number_their_ranks_by_node(node_runs, rendezvous)
 @pytest.mark.integration
 def test_ddp_starts_every_rank_from_rank_0s_parameters(node_runs):
     built = [r["built"] for r in node_runs[0]["static"]]
-    assert built[0] == flat_parameters(seeded(lambda: nn.Linear(3, 1), 0))
-    assert built[1] == flat_parameters(seeded(lambda: nn.Linear(3, 1), 1)) != built[0]  # seeded apart...
+    assert built[0] == flat_parameters(seeded(lambda: nn.Linear(3, 1), 0)).tolist()
+    assert built[1] == flat_parameters(seeded(lambda: nn.Linear(3, 1), 1)).tolist() != built[0]  # seeded apart...
     assert [r["started"] for r in node_runs[0]["static"]] == [built[0], built[0]]  # ...made equal by DDP(model)
 
 
@@ -169,7 +170,7 @@ def test_checkpoint_saved_by_rank_0_loads_on_every_rank(node_runs):
     state = load_checkpoint(workdir / "checkpoint.pt")["model"]
     model = nn.Linear(3, 1)
     model.load_state_dict(state)  # the plain model's keys: saved from model.module
-    assert flat_parameters(model) == results[0]["parameters"]
+    assert flat_parameters(model).tolist() == results[0]["parameters"]
     assert not [p.name for p in workdir.iterdir() if p.name.endswith(".tmp")]  # save_checkpoint left no partial
 
 
@@ -236,9 +237,14 @@ def test_data_is_the_same_for_the_same_seed_and_leaves_the_global_seed_alone():
     assert x.shape == (5, 3) and y.shape == (5, 1)
 
 
-def test_flat_parameters_lists_weights_then_bias():
+def test_flat_parameters_lists_weights_then_bias_and_looks_inside_a_ddp_wrapper():
     model = nn.Linear(3, 1)
-    assert flat_parameters(model) == [*model.weight.flatten().tolist(), model.bias.item()]
+    assert flat_parameters(model).tolist() == [*model.weight.flatten().tolist(), model.bias.item()]
+    dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)  # a group of one, this process
+    try:
+        assert torch.equal(flat_parameters(DDP(model)), flat_parameters(model))
+    finally:
+        dist.destroy_process_group()
 
 
 @pytest.fixture
