@@ -10,11 +10,11 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+from tools.course import ROOT
+
 # Per kind of damage: mutations of the file save_checkpoint wrote (digest inside), and of a plain torch.save file.
 COUNTS = {"bit flip": 60, "truncation": 15, "zeroed run": 15, "swapped entries": 8}
 PLAIN_COUNTS = {"bit flip": 30, "truncation": 8, "zeroed run": 8, "swapped entries": 8}

@@ -22,10 +22,8 @@ import nbformat
 import pytest
 
 from companion.ddp_launch import free_port
-from tools.course import source
+from tools.course import ROOT, source
 from tools.lesson_copies import ANSWER_MARK, exercises, is_solution
-
-ROOT = Path(__file__).resolve().parent.parent
 
 pytestmark = pytest.mark.hub
 PYTHON = ROOT / ".venv" / "bin" / "python"

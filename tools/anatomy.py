@@ -17,9 +17,9 @@ import argparse
 import ast
 import subprocess
 from collections import Counter
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from tools.course import ROOT
+
 KINDS = ("reference", "validation", "checkers", "plots", "plumbing")
 PLUMBING = {"main", "parse_args", "spawn_worker", "write_json"}
 

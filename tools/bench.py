@@ -18,9 +18,8 @@ from pathlib import Path
 import nbformat
 from nbclient import NotebookClient
 
-from tools.course import lesson_files
+from tools.course import ROOT, lesson_files
 
-ROOT = Path(__file__).resolve().parent.parent
 TARGET_TOTAL_S, TARGET_CELL_S, TARGET_MEMORY_MIB = 120.0, 10.0, 1024.0
 PEAK_MEMORY = "import resource, sys; print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)"
 

@@ -16,9 +16,8 @@ from pathlib import Path
 import nbformat
 
 from tools import zh_sync
-from tools.course import COURSE_MAP, NOTEBOOK_DIR, course_map, source
+from tools.course import COURSE_MAP, NOTEBOOK_DIR, ROOT, course_map, source
 
-ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
 README_START, README_END = "<!-- course-map: start -->", "<!-- course-map: end -->"
 WORDS_PER_MINUTE, MINUTES_PER_CELL, MINUTES_PER_EXERCISE = 150, 0.5, 10

@@ -13,10 +13,8 @@ import subprocess
 from pathlib import Path
 
 from tools.claims import code_cell_ids, lesson_claims
-from tools.course import ANSI, lesson_files, source, tags
+from tools.course import ANSI, ROOT, lesson_files, source, tags
 from tools.notebook_rules import OUTPUT_FENCE, cell_text, code_cells
-
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def notebooks(rev: str | None) -> dict[str, dict]:

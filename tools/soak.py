@@ -16,7 +16,8 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from tools.course import ROOT
+
 NOTEBOOK = ROOT / "notebooks" / "12-ddp.ipynb"
 SCRIPT = "ddp/train.py"  # where the lesson writes it, relative to the notebook
 

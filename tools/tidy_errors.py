@@ -11,7 +11,8 @@ from pathlib import Path
 
 import nbformat
 
-ROOT = Path(__file__).resolve().parent.parent
+from tools.course import ROOT
+
 SITE_PACKAGES = re.compile(r"(?:[A-Za-z]:)?[\\/][^\s:\"']*?[\\/](?:site|dist)-packages[\\/]")
 
 

@@ -33,10 +33,9 @@ from pathlib import Path
 
 import nbformat
 
-from tools.course import lesson_files
+from tools.course import ROOT, lesson_files
 from tools.lesson_copies import LANGUAGES, edited_text, learner_copy
 
-ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOK_DIR = ROOT / "notebooks"
 CONFIG_DIR = ROOT / "jupyter"
 # Default settings of the Lab and Notebook 7 per course language: for zh, the menus in Chinese (the language pack

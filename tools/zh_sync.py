@@ -20,10 +20,7 @@ from pathlib import Path
 
 import nbformat
 
-from tools.course import lesson_files
-
-ROOT = Path(__file__).resolve().parent.parent
-NOTEBOOKS = ROOT / "notebooks"
+from tools.course import NOTEBOOK_DIR, ROOT, lesson_files
 
 
 def english_hash(text: str | list[str]) -> str:
@@ -122,6 +119,6 @@ if __name__ == "__main__":
     elif args.accept_all:
         print(f"{accept_all(Path(args.accept_all).resolve())} pair(s) recorded")
     else:
-        stale = report(lesson_files(NOTEBOOKS))
+        stale = report(lesson_files(NOTEBOOK_DIR))
         print(f"{stale} stale pair(s)")
         sys.exit(1 if stale else 0)
