@@ -1,7 +1,9 @@
 """Handouts: the edition logic (fast, in `make test`) and the built handout itself (`make handout`, marker handout)."""
 
 import functools
+import html
 import http.server
+import itertools
 import json
 import os
 import re
@@ -17,21 +19,26 @@ import pytest
 from tools.course import CJK, NOTEBOOK_DIR, ROOT, lesson_files
 from tools.handout import (
     EDITIONS,
+    WORDS,
     Edition,
     bundle_leaks,
     edition_notebook,
     find_chromium,
     index_page,
     join_chinese_lines,
+    lesson_pdf,
     lesson_title,
     page_css,
     reference_answers,
     student_bundle,
+    word,
 )
 from tools.lesson_copies import answer_lines
 
 LESSONS = lesson_files()
 HANDOUT = Path(os.environ.get("HANDOUT_DIR", ROOT / "handout"))
+# What the checks write for a person to look at (screenshots, the blank-page record): beside the build, not in it.
+SCRATCH = ROOT / "build" / "handout"
 
 
 def lesson(path: Path) -> nbformat.NotebookNode:
@@ -144,7 +151,7 @@ def test_index_links_every_lesson_in_every_edition():
     for path in LESSONS:
         for edition in EDITIONS:
             assert f"html/{edition.name}/{path.stem}.html" in parser.links
-            assert f"pdf/{edition.name}/{path.stem}.pdf" in parser.links
+            assert f"pdf/{edition.name}/{path.stem}.{edition.name}.pdf" in parser.links
         assert f"notebooks/{path.stem}.ipynb" in parser.links
     assert all(f"pdf/{e.name}.pdf" in parser.links for e in EDITIONS)
     assert "<code>scatter_</code>" in index_page([(p.stem, lesson(p)) for p in LESSONS[3:4]], with_pdf=False)
@@ -412,7 +419,8 @@ def test_no_page_but_a_lessons_last_is_mostly_empty(edition, tmp_path):
     exempt = {1, 2, len(images)} | {start - 1 for start in starts}
     fractions = {i: blank_fraction(image) for i, image in enumerate(images, start=1)}
     wasted = {i: round(f, 2) for i, f in fractions.items() if f > 0.6 and i not in exempt}
-    report = HANDOUT / "blank-pages.json"
+    SCRATCH.mkdir(parents=True, exist_ok=True)
+    report = SCRATCH / "blank-pages.json"
     record = json.loads(report.read_text()) if report.exists() else {}
     ordered = sorted(fractions.values())
     record[edition.name] = {
@@ -446,7 +454,9 @@ def test_no_stray_space_in_chinese_text():
             page = HANDOUT / "html" / edition.name / f"{path.stem}.html"
             cells = page.read_text(encoding="utf-8").split("<main>", 1)[1].split('<div class="jp-Cell')
             chinese = "".join(cell for cell in cells if "celltag_lang-zh" in cell)  # English may quote a "： "
-            # text nodes joined as the browser shows them: no space is added between an element and its neighbour
+            # text nodes joined as the browser shows them: no space is added between an element and its neighbour;
+            # inline code is not prose (lesson 00 shows the full-width colon itself: `：` 和 `，`)
+            chinese = re.sub(r"<code>[^<]*</code>", "<code>code</code>", chinese)
             prose = "".join(re.findall(r">([^<>]+)<", chinese))
             stray = [m.group(0) for m in re.finditer(r"[\u4e00-\u9fff] [\u4e00-\u9fff]|[，。；：！？、] \S", prose)]
             assert stray == [], (edition.name, path.name, stray[:5])
@@ -457,14 +467,315 @@ def test_a_rendered_pdf_page_is_not_blank_and_is_kept_for_a_look(tmp_path):
     needs_pdfs()
     from PIL import Image
 
-    pdf = HANDOUT / "pdf" / "bilingual-teacher" / "03-scatter.pdf"
+    pdf = HANDOUT / "pdf" / "bilingual-teacher" / lesson_pdf("03-scatter", Edition("bilingual", "teacher"))
+    SCRATCH.mkdir(parents=True, exist_ok=True)
     subprocess.run(
-        ["pdftoppm", "-png", "-r", "80", "-f", "1", "-l", "1", str(pdf), str(HANDOUT / "screenshot-pdf")], check=True
+        ["pdftoppm", "-png", "-r", "80", "-f", "1", "-l", "1", str(pdf), str(SCRATCH / "screenshot-pdf")], check=True
     )
-    shot = next(HANDOUT.glob("screenshot-pdf*.png"))
+    shot = next(SCRATCH.glob("screenshot-pdf*.png"))
     image = Image.open(shot).convert("L")
     dark = sum(image.histogram()[:128])
     assert dark / (image.width * image.height) > 0.01
+
+
+# ---- the handout as a book: whole words, one block per print, bookmarks, editions, no leftovers (issue 25) --------
+
+
+def printed_text(notebook) -> str:
+    """The text a notebook's cells print, streams and plain-text results."""
+    texts = []
+    for cell in notebook.cells:
+        for output in cell.get("outputs", []):
+            texts.append(output.get("text", "") if output.get("output_type") == "stream" else "")
+            texts.append(output.get("data", {}).get("text/plain", ""))
+    return "\n".join(text if isinstance(text, str) else "".join(text) for text in texts)
+
+
+def whole_lines(notebook) -> set[str]:
+    """Every line of a notebook's code and printed text, stripped: a printed line that is one ends where it ends."""
+    code = "\n".join(cell.source for cell in notebook.cells if cell.cell_type == "code")
+    return {line.strip() for line in (code + "\n" + printed_text(notebook)).splitlines()}
+
+
+def broken_words(lines: list[str], words: set[str], ends: set[str] = frozenset(), longest: int = 80) -> list[str]:
+    """Words of `words` that `lines` print split over two lines ('indic|es'): the end of one line and the start of
+    the next make a word, the first piece is not a word itself, and the first line is not one of `ends` (a line of
+    the notebook's code or print, which ends there: '1, 6, 5' before ') # kernel'). Words longer than `longest`
+    characters (wider than a printed line) may break anywhere, and a line may end after a hyphen ('2-|d')."""
+    found = []
+    for line, following in itertools.pairwise(lines):
+        last, first = line.split()[-1:], following.split()[:1]
+        if last and first and line.strip() not in ends:
+            joined = last[0] + first[0]
+            if joined in words and len(joined) <= longest and last[0] not in words and not last[0].endswith("-"):
+                found.append(f"{last[0]}|{first[0]}")
+    return found
+
+
+def body_lines(pages: list[str]) -> list[str]:
+    """The text lines of a PDF's pages in reading order, each page's running header and footer left out
+    (pdftotext -raw gives them first, the footer 'n / N' last of the two)."""
+    lines = []
+    for text in pages:
+        page = [line for line in text.splitlines() if line.strip()]
+        footer = next((i for i, line in enumerate(page) if re.fullmatch(r"\d+\s*/\s*\d+", line.strip())), -1)
+        lines += page[footer + 1 :]
+    return lines
+
+
+def test_a_word_broken_over_two_lines_is_found():
+    words = {"indices", "dimension", "ceil_mode=False)", "(3,", "1)"}
+    assert broken_words(["kept indic", "es and the", "dimension"], words) == ["indic|es"]
+    assert broken_words(["padding=0, ceil_mode=Fal", "se)"], words) == ["ceil_mode=Fal|se)"]
+    assert broken_words(["stride (3,", "1) kept"], words) == [], "a break at a space breaks no word"
+    assert broken_words(["a 2-", "d tensor"], {"2-d"}) == [], "nor one after a hyphen"
+    assert broken_words(["1, 6, 5", ") # kernel"], {"5)"}, {"1, 6, 5"}) == [], "nor the end of a line of code"
+    assert body_lines(["01 · Tensors\nStudent edition\n3 / 9\nins\n", "01 · Tensors\n4 / 9\ntead.\n"]) == [
+        "ins",
+        "tead.",
+    ]
+
+
+@handout
+def test_no_printed_output_breaks_inside_a_word():
+    needs_pdfs()
+    broken = {}
+    for path in LESSONS:
+        notebook = lesson(path)
+        words, ends = set(printed_text(notebook).split()), whole_lines(notebook)
+        for edition in EDITIONS:
+            pdf = HANDOUT / "pdf" / edition.name / lesson_pdf(path.stem, edition)
+            if found := broken_words(body_lines(pdf_page_texts(pdf)), words, ends):
+                broken[pdf.name] = found[:4]
+    assert broken == {}, broken
+
+
+def output_blocks(page: str) -> list[list[str]]:
+    """For each code cell of an exported page, the kind of each output block in order: its mime type (a printed
+    stream is text/plain or ...stderr), or 'result' for the value of the cell's last expression."""
+    cells = re.split(r'(?=<div [^>]*class="jp-Cell jp-CodeCell)', page)[1:]
+    kinds = []
+    for cell in cells:
+        children = re.split(r'<div class="jp-OutputArea-child', cell)[1:]
+        kinds.append(
+            [
+                "result" if child.startswith(" jp-OutputArea-executeResult") else mime.group(1)
+                for child in children
+                if (mime := re.search(r'jp-OutputArea-output"[^>]*data-mime-type="([^"]+)"', child))
+            ]
+        )
+    return kinds
+
+
+def test_a_print_split_into_two_blocks_is_found():
+    child = '<div class="jp-OutputArea-child{}"><div class="jp-RenderedText jp-OutputArea-output" tabindex="0" '
+    child += 'data-mime-type="text/plain"><pre>{}</pre></div></div>'
+    page = '<div id="c" class="jp-Cell jp-CodeCell">' + child.format("", "stride:") + child.format("", " (3, 1)")
+    page += (
+        '<div id="d" class="jp-Cell jp-CodeCell">'
+        + child.format("", "x")
+        + child.format(" jp-OutputArea-executeResult", "1")
+    )
+    assert output_blocks(page) == [["text/plain", "text/plain"], ["text/plain", "result"]]
+    assert split_blocks(page) == [0]
+
+
+def split_blocks(page: str) -> list[int]:
+    """The code cells (by position) whose prints to one stream show as two blocks or more, one after the other."""
+    streams = ("text/plain", "application/vnd.jupyter.stderr")
+    return [
+        index
+        for index, kinds in enumerate(output_blocks(page))
+        if any(a == b and a in streams for a, b in itertools.pairwise(kinds))
+    ]
+
+
+@handout
+def test_what_a_cell_prints_to_one_stream_is_one_block():
+    split = {}
+    for edition in EDITIONS:
+        for page in sorted((HANDOUT / "html" / edition.name).glob("*.html")):
+            if found := split_blocks(page.read_text(encoding="utf-8")):
+                split[f"{edition.name}/{page.name}"] = found
+    assert split == {}, split
+
+
+def outline(pdf: Path) -> list[tuple[int, str]]:
+    """A PDF's bookmarks as (depth, title), depth 1 at the top, in order (poppler's pdftohtml -xml lists them)."""
+    command = ["pdftohtml", "-xml", "-i", "-q", "-stdout", "-f", "1", "-l", "1", str(pdf)]
+    xml = subprocess.run(command, capture_output=True, text=True, check=True).stdout
+    entries, depth = [], 0
+    for found in re.finditer(r"<(/?)outline>|<item[^>]*>(.*?)</item>", xml, re.S):
+        if found.group(2) is not None:
+            entries.append((depth, html.unescape(found.group(2))))
+        else:
+            depth += -1 if found.group(1) else 1
+    return entries
+
+
+def squeezed_title(text: str) -> str:
+    """A heading as the checks compare it: its words (letters, digits, _), the first 40 characters: markdown and
+    punctuation differ, a space lost where a printed heading wrapped ('viewsand') does not."""
+    return " ".join(re.findall(r"\w+", text))[:40]
+
+
+def headings(notebook, edition: Edition) -> list[tuple[int, str]]:
+    """The (level, title) of each markdown heading of a lesson in an edition; in the bilingual edition the English
+    ones, whose Chinese twins are not listed again."""
+    found = []
+    for cell in edition_notebook(notebook, edition, "00").cells:
+        if cell.cell_type != "markdown" or (edition.language == "bilingual" and "lang-zh" in tags(cell)):
+            continue
+        prose = re.sub(r"^```.*?^```", "", cell.source, flags=re.S | re.M)
+        found += [(len(m.group(1)), m.group(2)) for m in re.finditer(r"^(#{1,6}) +(.+)$", prose, re.M)]
+    return found
+
+
+def same_bookmarks(found: list[tuple[int, str]], expected: list[tuple[int, str]]) -> bool:
+    """Whether bookmarks are the expected headings, one each, in order, each at its level and starting with its
+    heading's words."""
+    return len(found) == len(expected) and all(
+        depth == level and title.startswith(heading)
+        for (depth, title), (level, heading) in zip(found, expected, strict=True)
+    )
+
+
+@handout
+@pytest.mark.parametrize("edition", EDITIONS, ids=lambda e: e.name)
+def test_every_pdf_has_bookmarks_for_each_lesson_and_section(edition):
+    needs_pdfs()
+    book = [(depth, squeezed_title(title)) for depth, title in outline(HANDOUT / "pdf" / f"{edition.name}.pdf")]
+    for path in LESSONS:
+        expected = [(level, squeezed_title(title)) for level, title in headings(lesson(path), edition)]
+        assert expected[0][0] == 1, (path.name, "a lesson's title is its first heading")
+        pdf = HANDOUT / "pdf" / edition.name / lesson_pdf(path.stem, edition)
+        found = [(depth, squeezed_title(title)) for depth, title in outline(pdf)]
+        # (Chromium may repeat a heading's text in its bookmark: '读笔记里的代码读笔记里的代码')
+        assert same_bookmarks(found, expected), (pdf.name, found[:3], expected[:3])
+        start = book.index(found[0])  # in the book, the lesson's bookmarks in the same order
+        assert same_bookmarks(book[start : start + len(expected)], expected), path.name
+    tops = [title for depth, title in book if depth == 1]
+    appendix = ["glossary"] + (["key"] if edition.version == "teacher" else [])
+    languages = ["en", "zh"] if edition.language == "bilingual" else [edition.language]
+    for key in appendix:
+        assert any(title.startswith(squeezed_title(WORDS[languages[0]][key])) for title in tops), (key, tops)
+
+
+@handout
+@pytest.mark.parametrize("edition", [e for e in EDITIONS if e.version == "teacher"], ids=lambda e: e.name)
+def test_the_teacher_books_contents_list_the_answer_key(edition):
+    needs_pdfs()
+    pages = pdf_page_texts(HANDOUT / "pdf" / f"{edition.name}.pdf")
+    key = re.sub(r"\s+", "", word(edition, "key"))
+    row = next((line for line in pages[1].splitlines() if re.sub(r"\s+", "", line).startswith(key)), None)
+    assert row is not None, pages[1]
+    number = int(re.search(r"(\d+)\s*$", row).group(1))
+    header = re.sub(r"\s+", "", "".join(pages[number - 1].splitlines()[:2]))
+    assert key in header and key not in re.sub(r"\s+", "", "".join(pages[number - 2].splitlines()[:2]))
+
+
+def pdf_title(path: Path) -> str:
+    info = subprocess.run(["pdfinfo", str(path)], capture_output=True, text=True, check=True).stdout
+    return re.search(r"^Title:\s*(.*)$", info, re.M).group(1)
+
+
+@handout
+def test_every_pdf_names_its_edition_in_its_file_name_and_title():
+    needs_pdfs()
+    for pdf in all_pdfs():
+        edition = next((e for e in EDITIONS if pdf.stem.endswith(e.name)), None)  # 01-tensors.zh-student.pdf
+        assert edition is not None and pdf.parent.name in ("pdf", edition.name), pdf
+        assert edition.title in pdf_title(pdf), (pdf.name, pdf_title(pdf))
+    names = [pdf.name for pdf in all_pdfs()]
+    assert len(names) == len(set(names)) == len(EDITIONS) * (len(LESSONS) + 1), "no two PDFs share a name"
+
+
+@handout
+@pytest.mark.parametrize("edition", EDITIONS, ids=lambda e: e.name)
+def test_every_running_header_fits_one_line(edition):
+    needs_pdfs()
+    # the top margin (17 mm, 48 pt) holds the header alone: the vertical centres of its words, page by page (a
+    # Chinese glyph's box is taller than a Latin one's, so lines are told apart by centre, not by top)
+    command = ["pdftotext", "-bbox", "-y", "0", "-H", "46", "-W", "600", "-f", "3"]
+    book = HANDOUT / "pdf" / f"{edition.name}.pdf"
+    text = subprocess.run([*command, str(book), "-"], capture_output=True, text=True, check=True).stdout
+    wrapped = {}
+    for number, page in enumerate(text.split("<page ")[1:], start=3):
+        boxes = re.findall(r'<word xMin="[\d.]+" yMin="([\d.]+)" xMax="[\d.]+" yMax="([\d.]+)">([^<]*)<', page)
+        centres = {word: (float(top) + float(bottom)) / 2 for top, bottom, word in boxes if float(bottom) < 46}
+        if centres and max(centres.values()) - min(centres.values()) > 5:  # a second line is ~10 pt lower
+            wrapped[number] = centres
+    assert wrapped == {}, dict(list(wrapped.items())[:3])
+
+
+LABELS = re.compile(
+    "|".join(re.escape(WORDS[language][key].split(":")[0]) for language in WORDS for key in ("answer", "solution"))
+    + r"|Self-check|自检"
+)
+
+
+def page_faults(pages: list[str], last_pages: set[int]) -> dict[int, str]:
+    """The pages (numbered from 1; the cover and contents of a book left out by the caller through `pages`) that
+    hold fewer than 4 lines of text, except the last page of a lesson or part, and those whose last line is an
+    exercise's label ('Your answer', 'Solution', 'Self-check', ...) with what it names on the next page."""
+    faults = {}
+    for number, text in enumerate(pages, start=1):
+        lines = body_lines([text])
+        if len(lines) < 4 and number not in last_pages:
+            faults[number] = f"{len(lines)} lines: {lines}"
+        elif lines and LABELS.match(lines[-1].strip()):
+            faults[number] = f"ends with a label: {lines[-1].strip()[:40]}"
+    return faults
+
+
+def appendix_part(text: str) -> str | None:
+    """The part of the book's appendix (glossary, answer key) a page's running header names, if any."""
+    found = re.search(r"Glossary|术语表|Answer key|答案与讲解", (text.strip().splitlines() or [""])[0])
+    return found and found.group(0)
+
+
+def test_a_widow_page_and_a_stranded_label_are_found():
+    page = "01 · Tensors\nStudent edition\n{n} / 9\n{text}"
+    full = page.format(n=1, text="a\nb\nc\nd")
+    pages = [full, page.format(n=2, text="么。"), full, page.format(n=4, text="a\nb\nc\nYour answer"), "1 / 9\nend"]
+    assert page_faults(pages, {5}) == {2: "1 lines: ['么。']", 4: "ends with a label: Your answer"}
+
+
+@handout
+@pytest.mark.parametrize("edition", EDITIONS, ids=lambda e: e.name)
+def test_no_page_holds_a_widow_or_ends_with_a_label(edition):
+    needs_pdfs()
+    faults = {}
+    for path in LESSONS:
+        pdf = HANDOUT / "pdf" / edition.name / lesson_pdf(path.stem, edition)
+        pages = pdf_page_texts(pdf)
+        faults |= {f"{pdf.name} p. {n}": fault for n, fault in page_faults(pages, {len(pages)}).items()}
+    pages = pdf_page_texts(HANDOUT / "pdf" / f"{edition.name}.pdf")
+    parts = [appendix_part(text) for text in pages]
+    starts = {number for _, number in book_lessons(edition)}
+    starts |= {n for n in range(4, len(pages) + 1) if parts[n - 1] and parts[n - 1] != parts[n - 2]}
+    book = page_faults(pages[2:], {n - 3 for n in starts} | {len(pages) - 2})  # after the cover and the contents
+    faults |= {f"{edition.name}.pdf p. {n + 2}": fault for n, fault in book.items()}
+    assert faults == {}, dict(list(faults.items())[:6])
+
+
+@handout
+def test_the_handout_holds_only_what_it_hands_out():
+    # the checks' screenshots and records go to build/handout/, not among the handouts
+    expected = {"index.html", "glossary.html", "html", "notebooks", "mathjax", "fonts"} | (
+        {"pdf"} if (HANDOUT / "pdf").is_dir() else set()
+    )
+    assert {path.name for path in HANDOUT.iterdir()} == expected
+
+
+@handout
+def test_the_chinese_answer_key_uses_full_width_colons():
+    for edition in EDITIONS:
+        if edition.version == "teacher" and edition.language != "en":
+            page = (HANDOUT / "html" / f"{edition.name}.html").read_text(encoding="utf-8")
+            key = page[page.index('id="answer-key"') :]
+            half = re.findall(r"[\u4e00-\u9fff]</strong>: |[\u4e00-\u9fff]: ", key)
+            assert half == [], (edition.name, half[:3])
 
 
 @pytest.fixture(scope="module")
@@ -493,6 +804,7 @@ def test_browser_renders_all_maths_the_cjk_font_and_a_phone_sized_index(served_h
 
     from tools.handout import CHROMIUM_ARGS
 
+    SCRATCH.mkdir(parents=True, exist_ok=True)
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
         page = browser.new_page()
@@ -515,17 +827,17 @@ def test_browser_renders_all_maths_the_cjk_font_and_a_phone_sized_index(served_h
         # the display with the bias-corrected moments: hats over m and v, and v-hat under a root
         formula = page.locator(".MathJax_Display", has=page.locator(".MathJax")).filter(has_text=re.compile("√")).first
         formula.scroll_into_view_if_needed()
-        formula.screenshot(path=str(HANDOUT / "screenshot-adam-formula.png"))
+        formula.screenshot(path=str(SCRATCH / "screenshot-adam-formula.png"))
         font = page.evaluate(
             """() => [...document.fonts].filter(f => f.family.replace(/"/g, '') === 'Course Sans SC')
                                       .map(f => f.status)"""
         )
         covers = page.evaluate("""() => document.fonts.check('16px "Course Sans SC"', '张量拾级')""")
-        page.screenshot(path=str(HANDOUT / "screenshot-bilingual.png"), full_page=False)
+        page.screenshot(path=str(SCRATCH / "screenshot-bilingual.png"), full_page=False)
         phone = browser.new_page(viewport={"width": 400, "height": 800})
         phone.goto(f"{served_handout}/index.html", wait_until="load")
         overflow = phone.evaluate("() => document.documentElement.scrollWidth")
-        phone.screenshot(path=str(HANDOUT / "screenshot-index-400px.png"), full_page=False)
+        phone.screenshot(path=str(SCRATCH / "screenshot-index-400px.png"), full_page=False)
         lesson_page = browser.new_page(viewport={"width": 1280, "height": 800})
         lesson_page.goto(f"{served_handout}/html/en-student/03-scatter.html", wait_until="load")
         measure = lesson_page.evaluate(

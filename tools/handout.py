@@ -36,6 +36,7 @@ from nbconvert.exporters.templateexporter import TemplateExporter
 from nbconvert.filters.highlight import Highlight2HTML
 from nbconvert.filters.strings import clean_html
 from nbconvert.filters.widgetsdatatypefilter import WidgetsDataTypeFilter
+from nbconvert.preprocessors import CoalesceStreamsPreprocessor
 
 from companion.plotting import FONT_PATH
 from tools import zh_sync
@@ -44,6 +45,7 @@ from tools.lesson_copies import exercises, one_language, stub_solutions
 
 ROOT = Path(__file__).resolve().parent.parent
 TEMPLATES = Path(__file__).parent / "templates"
+SCRATCH = ROOT / "build" / "handout"  # what the build and its checks write besides the handouts
 LANGUAGES = ("en", "zh", "bilingual")
 VERSIONS = ("student", "teacher")
 COPY_LANGUAGE = {"en": "en", "zh": "zh", "bilingual": "both"}
@@ -55,6 +57,12 @@ TITLES = {
     ("zh", "teacher"): "教师版（含答案）",
     ("bilingual", "student"): "Student edition · 学生版",
     ("bilingual", "teacher"): "Teacher edition — answers inside · 教师版（含答案）",
+}
+# The edition in the running header: the bilingual label without "— answers inside", so that with the lesson's
+# title it fits one line.
+HEADER_LABELS = {
+    ("bilingual", "student"): "Student edition · 学生版",
+    ("bilingual", "teacher"): "Teacher edition · 教师版",
 }
 COURSE = {"en": "Tensor by Tensor", "zh": "张量拾级", "bilingual": "Tensor by Tensor · 张量拾级"}
 HTML_LANG = {"en": "en", "zh": "zh-CN", "bilingual": "en"}
@@ -82,11 +90,11 @@ WORDS = {  # the few fixed words the handout adds, per edition language
         "glossary": "术语表",
         "key": "答案与讲解",
         "answer": "你的答案",
-        "check": "自测：请在笔记本里运行，答对打印 ✓ 正确，答错给出提示",
+        "check": "自检：请在笔记本里运行，答对打印 ✓ 正确，答错给出提示",
         "solution": "参考答案",
         "stale": "下面的中文对应的是英文的旧版本，正在修订。",
         "why": "为什么这样做",
-        "mistakes": "常见错误及自测给出的提示",
+        "mistakes": "常见错误及自检给出的提示",
         "discuss": "课堂讨论",
         "lesson": "第 {n} 课",
         "prev": "上一课",
@@ -94,6 +102,7 @@ WORDS = {  # the few fixed words the handout adds, per edition language
         "made": "PyTorch {torch} · 生成于 {date}",
     },
 }
+COLON = {"en": ": ", "zh": "："}  # after a label: Chinese text takes the full-width colon
 CHROMIUM_ARGS = [
     "--no-sandbox",
     "--disable-gpu",
@@ -127,6 +136,11 @@ class Edition:
         """The edition's label in its own language(s), e.g. '学生版'."""
         return TITLES[(self.language, self.version)]
 
+    @property
+    def header_label(self) -> str:
+        """The edition's label in the running header (the bilingual one shorter)."""
+        return HEADER_LABELS.get((self.language, self.version), self.title)
+
 
 EDITIONS = [Edition(language, version) for language in LANGUAGES for version in VERSIONS]
 
@@ -151,10 +165,13 @@ def join_chinese_lines(text: str) -> str:
 
 def edition_notebook(notebook: nbformat.NotebookNode, edition: Edition, number: str = "") -> nbformat.NotebookNode:
     """A copy of `notebook` for one edition: its language only, solutions stubbed for students and marked for
-    teachers, figures numbered, long inputs marked, stale Chinese marked, every cell tagged with its lesson."""
+    teachers, figures numbered, long inputs marked, stale Chinese marked, consecutive prints to one stream merged,
+    every cell tagged with its lesson."""
     if edition.language not in LANGUAGES or edition.version not in VERSIONS:
         raise ValueError(f"edition must use a language from {list(LANGUAGES)} and a version from {list(VERSIONS)}")
     marked = copy.deepcopy(notebook)
+    for cell in marked.cells:  # a print split into flushes is one block on paper, as in JupyterLab
+        CoalesceStreamsPreprocessor().preprocess_cell(cell, {}, 0)
     for i, cell in enumerate(marked.cells[:-1]):  # a Chinese cell written for older English is shown as such
         twin = marked.cells[i + 1]
         if "lang-en" in cell.metadata.get("tags", []) and twin.metadata.get("en_sha") not in (
@@ -181,6 +198,8 @@ def edition_notebook(notebook: nbformat.NotebookNode, edition: Edition, number: 
             tags.append("long-input")  # printed across a page break rather than moved whole to the next page
         if cell.cell_type != "markdown":
             continue
+        if edition.language == "zh" and "lang-zh" in tags:  # the lesson's title, bold in the source, is its heading
+            cell.source = re.sub(r"\A\*\*(第 \d\d 课 · .+)\*\*$", r"# \1", cell.source, flags=re.M)
         # `output:NAME` fences exist for the tests; readers see plain text blocks
         cell.source = re.sub(r"^```output:[\w-]+$", "```text", cell.source, flags=re.M)
         if "caption" in tags:
@@ -207,13 +226,23 @@ def plain(title: str) -> str:
     return title.replace("`", "")
 
 
+def running_head(title: str) -> str:
+    """A lesson's running header: its title, or in the bilingual edition ('NN · English / NN · 中文') each title up
+    to its colon, once numbered ('01 · Tensors / 张量'), so that with the edition label it fits one line."""
+    if " / " not in title:
+        return plain(title)
+    english, chinese = (plain(part) for part in title.split(" / ", 1))
+    english, chinese = english.split(": ")[0], chinese.split("：")[0].split(" · ", 1)[1]
+    return english if english.endswith(f" · {chinese}") else f"{english} / {chinese}"
+
+
 def page_css(lessons: list[tuple[str, str]], edition: Edition) -> str:
     """Named pages: each lesson's pages carry its title in the running header and the edition label."""
-    label = css_string(edition.title)
+    label = css_string(edition.header_label)
     rules = [f"@page {{ @top-right {{ content: {label}; }} }}"]
     for number, title in lessons:
         rules.append(f"{whole_cells(f'lesson-{number}')} {{ page: lesson-{number}; }}")
-        rules.append(f"@page lesson-{number} {{ @top-left {{ content: {css_string(plain(title))}; }} }}")
+        rules.append(f"@page lesson-{number} {{ @top-left {{ content: {css_string(running_head(title))}; }} }}")
     return "\n".join(rules)
 
 
@@ -296,7 +325,19 @@ def export_html(notebook, edition: Edition, title: str, root: str, css: str, nav
         "words": {key: word(edition, key) for key in ("answer", "check", "solution", "stale")},
     }
     body, _ = exporter_for(edition.language).from_notebook_node(notebook, resources=resources)
+    if edition.language == "bilingual":
+        body = unlisted_twin_headings(body)
     return fix_links(body, root, "" if root == "../../" else f"{edition.name}/")
+
+
+def unlisted_twin_headings(page: str) -> str:
+    """The bilingual page with the headings of its Chinese cells kept out of the PDF outline (role="presentation"):
+    a section is one bookmark, its English heading, not two."""
+    cells = re.split(r'(?=<div [^>]*class="jp-Cell )', page)
+    for i, cell in enumerate(cells):
+        if re.search(r'<div class="jp-RenderedHTMLCommon jp-RenderedMarkdown[^"]*\bcelltag_lang-zh\b', cell):
+            cells[i] = re.sub(r"<(h[1-6])(?=[\s>])", r'<\1 role="presentation"', cell)
+    return "".join(cells)
 
 
 def fix_links(page: str, root: str, lessons_folder: str = "") -> str:
@@ -335,7 +376,7 @@ def answer_key_cells(lessons: list[tuple[str, nbformat.NotebookNode]], edition: 
                 for language in languages:
                     why = exercise.why if language == "en" else exercise.why_zh
                     if why:
-                        lines += [f"**{WORDS[language]['why']}**: {why}", ""]
+                        lines += [f"**{WORDS[language]['why']}**{COLON[language]}{why}", ""]
                 lines += [f"**{word(edition, 'mistakes')}**", ""]
                 for index, mistake in enumerate(exercise.mistakes):
                     hint = hint_for(exercise, index)
@@ -347,7 +388,7 @@ def answer_key_cells(lessons: list[tuple[str, nbformat.NotebookNode]], edition: 
                 for language in languages:
                     question = exercise.discuss if language == "en" else exercise.discuss_zh
                     if question:
-                        lines += [f"**{WORDS[language]['discuss']}**: {question}", ""]
+                        lines += [f"**{WORDS[language]['discuss']}**{COLON[language]}{question}", ""]
             source = join_chinese_lines("\n".join(lines))
             cells.append(markdown_cell(source, "lesson-key"))
     return cells
@@ -424,7 +465,8 @@ def find_chromium() -> str | None:
 
 
 class Printer:
-    """One headless Chromium that prints pages to A4 PDFs after MathJax and the fonts have finished."""
+    """One headless Chromium that prints pages to A4 PDFs after MathJax and the fonts have finished. The PDFs are
+    tagged: Chromium makes the outline (bookmarks) from the tagged headings, and without tags writes none."""
 
     def __init__(self, chromium: str) -> None:
         from playwright.sync_api import sync_playwright
@@ -439,7 +481,7 @@ class Printer:
         self.page.evaluate("() => new Promise(done => window.MathJax ? MathJax.Hub.Queue(done) : done())")
         self.page.evaluate("() => document.fonts.ready.then(() => true)")
         pdf_path.parent.mkdir(parents=True, exist_ok=True)
-        self.page.pdf(path=str(pdf_path), prefer_css_page_size=True, print_background=True, outline=True)
+        self.page.pdf(path=str(pdf_path), prefer_css_page_size=True, print_background=True, outline=True, tagged=True)
         return pdf_page_count(pdf_path)
 
     def reprint(self, pdf_path: Path, selector: str, texts: list[str]) -> int:
@@ -449,7 +491,7 @@ class Printer:
             "([selector, texts]) => document.querySelectorAll(selector).forEach((e, i) => e.textContent = texts[i])",
             [selector, texts],
         )
-        self.page.pdf(path=str(pdf_path), prefer_css_page_size=True, print_background=True, outline=True)
+        self.page.pdf(path=str(pdf_path), prefer_css_page_size=True, print_background=True, outline=True, tagged=True)
         return pdf_page_count(pdf_path)
 
     def close(self) -> None:
@@ -476,7 +518,7 @@ def index_page(lessons: list[tuple[str, nbformat.NotebookNode]], with_pdf: bool)
         for edition in EDITIONS:
             link = f'<a href="html/{edition.name}/{stem}.html">HTML</a>'
             if with_pdf:
-                link += f' · <a href="pdf/{edition.name}/{stem}.pdf">PDF</a>'
+                link += f' · <a href="pdf/{edition.name}/{lesson_pdf(stem, edition)}">PDF</a>'
             links.append(f'<td data-edition="{html.escape(edition.title)}">{link}</td>')
         notebook_link = f'<td data-edition="ipynb"><a href="notebooks/{stem}.ipynb">ipynb</a></td>'
         title = re.sub(r"`([^`]+)`", r"<code>\1</code>", html.escape(lesson_title(notebook, "bilingual")))
@@ -729,7 +771,8 @@ def build(out_dir: Path, notebook_dir: Path = ROOT / "notebooks", chromium: str 
     student_bundle(out_dir, lessons)
     (out_dir / "glossary.html").write_text(glossary_page(), encoding="utf-8")
     (out_dir / "index.html").write_text(index_page(lessons, with_pdf=bool(chromium)), encoding="utf-8")
-    (out_dir / "pages.json").write_text(json.dumps(pages, indent=1))
+    SCRATCH.mkdir(parents=True, exist_ok=True)  # the page counts, for a person: beside the handout, not in it
+    (SCRATCH / "pages.json").write_text(json.dumps(pages, indent=1))
     return {
         "lessons": len(lessons),
         "total_seconds": round(time.monotonic() - start, 1),
@@ -748,14 +791,17 @@ def build_edition(out_dir: Path, lessons: list, edition: Edition, printer: "Prin
     for index, (stem, notebook) in enumerate(zip(stems, editions, strict=True)):
         page = out_dir / "html" / edition.name / f"{stem}.html"
         page.parent.mkdir(parents=True, exist_ok=True)
-        title = plain(lesson_title(notebook, edition.language))
+        title = f"{plain(lesson_title(notebook, edition.language))} · {edition.title}"  # the PDF's title too
         page.write_text(export_html(notebook, edition, title, "../../", css, nav_links(stems, index, edition)))
         if printer:
-            counts.append(printer.print(page, out_dir / "pdf" / edition.name / f"{stem}.pdf"))
+            counts.append(printer.print(page, out_dir / "pdf" / edition.name / lesson_pdf(stem, edition)))
     appendix = glossary_cells(edition)
+    parts = [plain(title) for _, title in titles] + [word(edition, "glossary")]
+    heads = [running_head(title) for _, title in titles] + [word(edition, "glossary")]
     if edition.version == "teacher":
         appendix += answer_key_cells(list(zip([s[:2] for s in stems], editions, strict=True)), edition)
-    parts = [plain(title) for _, title in titles] + [word(edition, "glossary")]
+        parts.append(word(edition, "key"))
+        heads.append(word(edition, "key"))
     # A first guess: each lesson starts a named page, so it fills about as many pages as in its own PDF.
     # (An HTML-only build has no page numbers to give.)
     starts = [3 + sum(counts[:i]) for i in range(len(parts))] if printer else [""] * len(parts)
@@ -778,7 +824,7 @@ def build_edition(out_dir: Path, lessons: list, edition: Edition, printer: "Prin
         return counts
     book_pages = printer.print(whole, book_pdf)
     for _ in range(2):  # read where each part really starts; correct the contents in the page and print again
-        found = part_starts(book_pdf, parts)
+        found = part_starts(book_pdf, heads)
         if found is None or found == starts:
             break
         starts = found
@@ -788,9 +834,14 @@ def build_edition(out_dir: Path, lessons: list, edition: Edition, printer: "Prin
     return counts + [book_pages]
 
 
+def lesson_pdf(stem: str, edition: Edition) -> str:
+    """A lesson's PDF file name, which names its edition: '01-tensors.zh-student.pdf'."""
+    return f"{stem}.{edition.name}.pdf"
+
+
 def part_starts(pdf: Path, parts: list[str]) -> list[int] | None:
-    """The page each part of a printed book starts on: the first page whose running header names it (pdftotext
-    reads the header as the page's first line in -raw order). None without poppler's pdftotext."""
+    """The page each part of a printed book starts on: the first page whose running header (`parts`) names it
+    (pdftotext reads the header as the page's first line in -raw order). None without poppler's pdftotext."""
     if not shutil.which("pdftotext"):
         return None
     text = subprocess.run(["pdftotext", "-raw", str(pdf), "-"], capture_output=True, text=True, check=True).stdout
