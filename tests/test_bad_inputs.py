@@ -37,6 +37,7 @@ from companion import (
 from companion.checkpoint import CheckpointError
 from companion.exercises import WrongAnswer
 from tests.bad_inputs import Built, in_tmp
+from tools.handout import check_tables  # every exercise of every EXERCISES table
 
 # Every public module of companion and of companion.checks (the private _validate and _torch_errors are reached
 # through the functions that use them, and have tests of their own).
@@ -125,11 +126,6 @@ EXEMPT = {
 }
 
 
-ANSWER_MODULES = [
-    importlib.import_module(f"companion.checks.answers.{info.name}")
-    for info in pkgutil.iter_modules(importlib.import_module("companion.checks.answers").__path__)
-]
-
 # The rows live beside each module's tests (tests/test_conv.py holds conv's); pytest has put tests/ on the path.
 TEST_FILES = sorted(
     p.stem
@@ -142,8 +138,7 @@ BAD_CALLS = [row for name in TEST_FILES for row in importlib.import_module(name)
 ONE_FUNCTION_CHECKERS = sorted(
     {
         exercise.check
-        for module in [*MODULES, *ANSWER_MODULES]
-        for exercise in getattr(module, "EXERCISES", [])
+        for exercise in check_tables().values()
         if callable(exercise.reference) and len(inspect.signature(exercise.check).parameters) == 1
     },
     key=lambda check: check.__name__,
