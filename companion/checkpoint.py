@@ -289,8 +289,8 @@ def train_epochs(
 
 
 def flat_parameters(model: nn.Module) -> torch.Tensor:
-    """Every parameter of `model` (of the module inside a DDP wrapper) in order, in one detached 1-D tensor on the CPU:
-    a point whose distance to another run's we can take (lesson 10), or, as .tolist(), what a DDP rank reports."""
+    """Every parameter of `model` (of the module inside a DDP wrapper; no buffers) in order, in one detached 1-D CPU
+    tensor: a point to measure another run's distance from (lesson 10) or, as .tolist(), what a DDP rank reports."""
     model = model.module if isinstance(model, DistributedDataParallel) else model
     return torch.cat([p.detach().cpu().flatten() for p in model.parameters()])  # (number of parameters,)
 
@@ -298,7 +298,9 @@ def flat_parameters(model: nn.Module) -> torch.Tensor:
 def accuracy(model: nn.Module, dataset: TensorDataset | Subset) -> float:
     """Fraction of `dataset` classified correctly: lesson 08's evaluate (evaluation mode, no autograd, the mode
     restored) on the whole data set as one batch."""
-    from companion.training import evaluate  # here: every DDP rank imports this module, and training imports pyplot
+    # Imported here, not at the top: companion.training imports matplotlib, which every DDP rank would then load
+    # at start although only this function needs training.
+    from companion.training import evaluate
 
     images, labels = _images_and_labels(dataset)
     return evaluate(model, [(images, labels)])[1]

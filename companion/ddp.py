@@ -93,6 +93,8 @@ def allreduce_gradients(
 
     def rank_thread(rank: int) -> None:
         try:
+            # A ProcessGroupGloo built directly, not the public init_process_group: that sets up one default group
+            # per process, and here both ranks live in one process. A training script uses init_process_group.
             group = dist.ProcessGroupGloo(store, rank, world_size, timedelta(seconds=30))
             group.allreduce([reduced[rank]]).wait()  # in place: each rank's tensor becomes the sum of all
         except RuntimeError as error:
@@ -224,7 +226,7 @@ def spawn_worker(
     argv: Sequence[str],
     device: str | None,
 ) -> None:
-    """One child of torch.multiprocessing.spawn: set what torchrun would set, run `script`."""
+    """One child of torch.multiprocessing's spawn or start_processes: set what torchrun would set, run `script`."""
     out = Path(argv[list(argv).index("--out") + 1])
     # The children share the notebook's output streams: send theirs to files instead.
     for stream, name in ((sys.stdout, "out"), (sys.stderr, "err")):

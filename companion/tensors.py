@@ -94,6 +94,11 @@ def plot_broadcast(a: torch.Tensor, b: torch.Tensor) -> Figure:
     rows, cols = (1, total.shape[0]) if total.dim() == 1 else tuple(total.shape)
     palette = plt.get_cmap("Pastel1").colors  # light, so the black numbers stay readable
     split = _storage_values(a).numel()  # a's positions take the first colours, b's the next ones
+    if split + _storage_values(b).numel() > len(palette):  # one colour per storage position, none used twice
+        raise ValueError(
+            f"plot_broadcast draws small tensors: a and b read {split + _storage_values(b).numel()} storage positions,"
+            f" the picture has {len(palette)} colours; pass smaller tensors, such as a[:3] and b[:4]"
+        )
     fig = plt.figure(figsize=(COLUMN_WIDTH, 0.5 * rows + 1.2), layout="constrained")
     grid = fig.add_gridspec(1, 5, width_ratios=(cols, 0.6, cols, 0.6, cols))
     panels = [(0, "a", a, a_read, palette[:split]), (2, "b", b, b_read, palette[split:])]
@@ -103,7 +108,7 @@ def plot_broadcast(a: torch.Tensor, b: torch.Tensor) -> Figure:
         _grid(ax, read, positions, colours, faded=_read_again(positions))
         ax.set_aspect("auto")  # the figure's height makes the cells square, with no gap for the layout to leave
         shapes = f"{name}: {tuple(operand.shape)} → {tuple(read.shape)}"
-        ax.set_title(f"{shapes}\nstride {read.stride()}\nstretched view / 扩展的视图", fontsize=10)
+        ax.set_title(f"{shapes}\nstride {read.stride()}\nview / 视图", fontsize=10)
     ax = fig.add_subplot(grid[0, 4])
     _grid(ax, total, None, palette)
     ax.set_aspect("auto")

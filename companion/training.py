@@ -31,10 +31,12 @@ HISTORY_KEYS = ("train_loss", "val_loss", "val_accuracy")
 def train_one_epoch(
     model: nn.Module, loader: Batches, optimizer: torch.optim.Optimizer, loss_fn: LossFunction
 ) -> float:
-    """One pass over `loader` in training mode (zero_grad, forward, loss, backward, step); the mean loss per sample.
+    """One pass over `loader` in training mode (zero_grad, forward, loss, backward, step); the epoch's mean loss.
 
-    `loss_fn` returns the mean over a batch (the default reduction). Batches go to the device of the model's
-    parameters; the model is left in the mode it was in.
+    `loss_fn` returns the mean over a batch (the default reduction); each batch's loss counts len(targets) times,
+    so for a mean over samples the result is the mean loss per sample (for a loss that averages over anything else,
+    such as pixels, a mean weighted by batch size). Batches go to the device of the model's parameters; the model is
+    left in the mode it was in.
     """
     _check_loop_arguments(model, optimizer, loss_fn)
     loss_fn = _one_number_per_batch(loss_fn)  # a loss that is not one number raises an error naming the fix
@@ -49,7 +51,7 @@ def train_one_epoch(
             loss = loss_fn(model(inputs), targets)  # shape (): the mean over the batch
             loss.backward()
             optimizer.step()
-            total += loss.item() * len(targets)  # .item(): a float, so the graph of this batch can be freed
+            total += loss.item() * len(targets)  # .item(): summing the tensors would keep every batch's graph alive
             count += len(targets)
     finally:
         model.train(was_training)
@@ -58,7 +60,8 @@ def train_one_epoch(
 
 
 def evaluate(model: nn.Module, loader: Batches, loss_fn: LossFunction = F.cross_entropy) -> tuple[float, float]:
-    """(mean loss per sample, accuracy) over `loader`, in evaluation mode without autograd; the mode is restored."""
+    """(mean loss, weighted by batch size as in train_one_epoch; accuracy) over `loader`, in evaluation mode without
+    autograd; the mode is restored."""
     _check_model(model)
     _check_loss_fn(loss_fn)
     loss_fn = _one_number_per_batch(loss_fn)

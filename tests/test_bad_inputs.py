@@ -101,7 +101,6 @@ EXEMPT = {
     "batchnorm.running_mean_history": "feeds the lesson's own batches to a fresh layer for the plot",
     "batchnorm.plot_running_means": "a plot helper, called only with the lesson's own histories",
     "tensors.plot_views": "a plot helper, called only with the lesson's own tensors",
-    "tensors.plot_broadcast": "a plot helper, called only with the lesson's own tensors",
     "batchnorm.normalized_together": "probes the lesson's own layers for the plot",
     "batchnorm.plot_norm_groups": "a plot helper, called only with the lesson's own layers",
     "ddp.allreduce_gradients": "computes the numbers of the lesson's all-reduce picture for its own model and batch",

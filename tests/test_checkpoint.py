@@ -230,6 +230,7 @@ def test_a_killed_save_checkpoint_leaves_the_previous_file_intact(saver, tmp_pat
 
 
 @pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="SIGKILL is POSIX only")
+@pytest.mark.integration  # a child process that imports torch: CI runs it with make test-integration
 def test_a_killed_plain_torch_save_destroys_the_previous_file(saver, tmp_path):
     target = tmp_path / "last.pt"
     for _ in range(5):  # a retry only if the child wrote its last byte before the kill landed

@@ -110,6 +110,10 @@ print(json.dumps(report))
 """
 
 
+# Every test reads the report of one child process that imports torch: CI runs them with make test-integration.
+pytestmark = pytest.mark.integration
+
+
 @pytest.fixture(scope="module")
 def report(tmp_path_factory) -> dict:
     folder = tmp_path_factory.mktemp("fuzz")
@@ -125,7 +129,6 @@ def report(tmp_path_factory) -> dict:
     return json.loads(child.stdout)
 
 
-@pytest.mark.integration  # a child process that imports torch: CI runs it with make test-integration
 def test_every_mutation_either_loads_the_same_values_or_raises_checkpoint_error(report):
     for kind, row in report.items():
         assert row["other"] == [], f"{kind}: exceptions other than CheckpointError: {row['other'][:3]}"

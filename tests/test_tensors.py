@@ -155,4 +155,5 @@ BAD_CALLS = [
         "Pass a dict such as {'x[1]': True, ...}",
         "not-a-dict",
     ),
+    bad(plot_broadcast, (torch.zeros(3, 1), torch.zeros(7)), ValueError, "pass smaller tensors", "more-than-9-values"),
 ]
