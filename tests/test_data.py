@@ -44,6 +44,7 @@ def sklearn_digits():
     return sklearn_load_digits()
 
 
+@pytest.mark.integration  # imports scikit-learn (seconds): CI runs it with make test-integration
 def test_the_digits_read_from_the_file_are_scikit_learns():
     pixels, labels = read_sklearn_digits()
     digits = sklearn_digits()
@@ -51,6 +52,7 @@ def test_the_digits_read_from_the_file_are_scikit_learns():
     assert np.array_equal(pixels, digits.images) and np.array_equal(labels, digits.target)
 
 
+@pytest.mark.integration  # imports scikit-learn (seconds): CI runs it with make test-integration
 def test_without_the_file_the_digits_come_from_scikit_learn(monkeypatch, tmp_path):
     elsewhere = type("Spec", (), {"submodule_search_locations": [str(tmp_path)]})()  # a layout without the file
     monkeypatch.setattr(companion.data.importlib.util, "find_spec", lambda name: elsewhere)
