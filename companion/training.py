@@ -35,8 +35,8 @@ def train_one_epoch(
 
     `loss_fn` returns the mean over a batch (the default reduction); each batch's loss counts len(targets) times,
     so for a mean over samples the result is the mean loss per sample (for a loss that averages over anything else,
-    such as pixels, a mean weighted by batch size). Batches go to the device of the model's parameters; the model is
-    left in the mode it was in.
+    such as pixels or class weights, a mean of batch means weighted by batch size). Batches go to the device of the
+    model's parameters; the model is left in the mode it was in.
     """
     _check_loop_arguments(model, optimizer, loss_fn)
     loss_fn = _one_number_per_batch(loss_fn)  # a loss that is not one number raises an error naming the fix
