@@ -107,8 +107,13 @@ GLOBAL_STATE: dict[str, tuple[Callable[[], object], Callable[[object], None], st
 }
 
 
+_PLAIN = (int, float, str, bool, type(None))  # compared with == at once (Python's random state: 625 ints)
+
+
 def _same(a: object, b: object) -> bool:
     """Whether two snapshots of global state or two arguments are equal (tensors: dtype, shape, values, grad)."""
+    if type(a) in _PLAIN and type(b) in _PLAIN:
+        return a == b
     if isinstance(a, torch.Tensor) or isinstance(b, torch.Tensor):
         return (
             isinstance(a, torch.Tensor)
@@ -126,7 +131,11 @@ def _same(a: object, b: object) -> bool:
     if isinstance(a, dict) and isinstance(b, dict):
         return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
     if isinstance(a, list | tuple) and isinstance(b, list | tuple):
-        return type(a) is type(b) and len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+        if type(a) is not type(b) or len(a) != len(b):
+            return False
+        if all(type(x) in _PLAIN for x in a) and all(type(y) in _PLAIN for y in b):
+            return a == b  # one comparison in C instead of a call per element
+        return all(_same(x, y) for x, y in zip(a, b, strict=True))
     if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
         return isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and np.array_equal(a, b)
     return a == b

@@ -8,6 +8,7 @@ import inspect
 import io
 import json
 import pkgutil
+import random
 from pathlib import Path
 
 import numpy as np
@@ -22,7 +23,7 @@ from companion import exercises
 from companion.exercises import PASS_MARK, Exercise, WrongAnswer, call_learner, sandbox
 from tests.bad_inputs import bad
 from tools.course import CJK, lesson_files
-from tools.handout import COMPARED_WITH_PYTORCH, answer_leaks, lesson_answers, reference_answers
+from tools.handout.bundle import COMPARED_WITH_PYTORCH, answer_leaks, lesson_answers, reference_answers
 
 CHECK_MODULES = [
     importlib.import_module(f"companion.checks.{info.name}")
@@ -126,6 +127,11 @@ def _draws_from_numpy(x):
     return x + float(np.random.rand())
 
 
+def _draws_from_python(x):
+    random.random()
+    return x * 2
+
+
 def _leaves_autograd_off(x):
     torch.set_grad_enabled(False)
     return x * 2
@@ -155,6 +161,7 @@ def _leaves_a_child_in_eval(model):
     [
         (_reseeds, "global random generator"),
         (_draws_from_numpy, "NumPy's global generator"),
+        (_draws_from_python, "Python's global `random` module"),
         (_leaves_autograd_off, "Autograd was still switched off"),
         (_changes_default_dtype, "default dtype"),
         (_doubles_in_place, "changed its argument number 1"),
@@ -190,6 +197,14 @@ def test_the_harness_keeps_a_modules_gradients_to_compare_with():
     call_learner(lambda m: m(torch.ones(1, 2)), model)
     with pytest.raises(WrongAnswer, match=r"\.grad"):
         call_learner(_zeroes_the_gradients, model)
+
+
+def test_the_harness_compares_plain_python_arguments_too():
+    call_learner(sum, [1, 2, 3])
+    with pytest.raises(WrongAnswer, match="changed its argument number 2"):
+        call_learner(lambda first, values: values.append(4), "a", [1, 2, 3])
+    with pytest.raises(WrongAnswer, match="changed its argument number 1"):
+        call_learner(lambda pairs: pairs[0].reverse(), [[1, 2], (3, torch.ones(1))])
 
 
 def test_the_harness_lets_a_correct_answer_through_and_allows_what_the_exercise_is_about():
