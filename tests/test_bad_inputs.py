@@ -37,7 +37,7 @@ from companion import (
 from companion.checkpoint import CheckpointError
 from companion.exercises import WrongAnswer
 from tests.bad_inputs import Built, in_tmp
-from tools.handout import check_tables  # every exercise of every EXERCISES table
+from tools.course import exercise_tables  # every exercise of every EXERCISES table
 
 # Every public module of companion and of companion.checks (the private _validate and _torch_errors are reached
 # through the functions that use them, and have tests of their own).
@@ -137,7 +137,7 @@ BAD_CALLS = [row for name in TEST_FILES for row in importlib.import_module(name)
 ONE_FUNCTION_CHECKERS = sorted(
     {
         exercise.check
-        for exercise in check_tables().values()
+        for exercise in exercise_tables().values()
         if callable(exercise.reference) and len(inspect.signature(exercise.check).parameters) == 1
     },
     key=lambda check: check.__name__,

@@ -217,7 +217,7 @@ COMPANION = Path(companion.__file__).parent
 LESSON_PATHS = lesson_files()
 
 
-# The search itself lives in tools/handout.py, which runs it on the student bundle too (tests/test_handout.py).
+# The search itself lives in tools/handout/bundle.py, which runs it on the student bundle too (tests/test_handout.py).
 @pytest.mark.parametrize("path", LESSON_PATHS, ids=lambda p: p.stem)
 def test_no_answer_ships_outside_the_answers(path):
     leaks = answer_leaks(COMPANION, lesson_answers(path))

@@ -10,6 +10,7 @@ import re
 import shutil
 import subprocess
 import threading
+import tomllib
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -17,22 +18,11 @@ import nbformat
 import pytest
 
 from tools.course import CJK, NOTEBOOK_DIR, ROOT, lesson_files
-from tools.handout import (
-    EDITIONS,
-    WORDS,
-    Edition,
-    bundle_leaks,
-    edition_notebook,
-    find_chromium,
-    index_page,
-    join_chinese_lines,
-    lesson_pdf,
-    lesson_title,
-    page_css,
-    reference_answers,
-    student_bundle,
-    word,
-)
+from tools.handout.bundle import bundle_leaks, reference_answers, student_bundle
+from tools.handout.editions import EDITIONS, WORDS, Edition, edition_notebook, lesson_pdf, lesson_title, word
+from tools.handout.export import index_page, page_css
+from tools.handout.key import join_chinese_lines
+from tools.handout.printing import CHROMIUM_ARGS, find_chromium
 from tools.lesson_copies import answer_lines
 
 LESSONS = lesson_files()
@@ -245,7 +235,7 @@ def test_student_editions_and_notebooks_contain_no_solution_code():
 
 @handout
 def test_the_student_bundle_holds_no_reference_answer():
-    # every answers table's reference and right answers, and every solution cell, line by line (tools/handout.py)
+    # every answers table's reference and right answers, and every solution cell, line by line (tools/handout/bundle.py)
     assert (HANDOUT / "notebooks" / "companion").is_dir()
     assert bundle_leaks(HANDOUT / "notebooks") == {}
 
@@ -316,6 +306,8 @@ def test_the_student_notebooks_ship_companion():
     assert (folder / "companion" / "__init__.py").is_file() and (folder / "companion" / "checks").is_dir()
     readme = (folder / "README.md").read_text(encoding="utf-8")
     assert "pip install" in readme and CJK.search(readme)
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    assert all(f'"{requirement}"' in readme for requirement in project["dependencies"]), "what companion needs"
 
 
 def pdf_pages(path: Path) -> int:
@@ -801,8 +793,6 @@ def test_browser_renders_all_maths_the_cjk_font_and_a_phone_sized_index(served_h
     if chromium is None:
         pytest.skip("no Chromium on this machine (make handout says how to get it)")
     from playwright.sync_api import sync_playwright
-
-    from tools.handout import CHROMIUM_ARGS
 
     SCRATCH.mkdir(parents=True, exist_ok=True)
     with sync_playwright() as playwright:

@@ -9,6 +9,7 @@ import torch
 from companion.checks.tensors import OPERATIONS, check_shares_memory, true_sharing
 from companion.exercises import Exercise, Mistake, call_learner, passed, require
 from tools import mutants
+from tools.course import exercise_tables
 
 
 def scaled(x: torch.Tensor) -> torch.Tensor:
@@ -35,7 +36,7 @@ def _exercise(check, reference=scaled) -> Exercise:
 
 @pytest.fixture(scope="module")
 def exercises() -> dict:
-    return mutants.all_exercises_by_name()
+    return exercise_tables()
 
 
 def test_a_checker_of_values_alone_lets_side_effects_survive():

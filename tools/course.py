@@ -64,6 +64,26 @@ def source(cell: dict) -> str:
     return "".join(text) if isinstance(text, list) else text
 
 
+def exercise_tables() -> dict:
+    """Every exercise of the EXERCISES tables (companion/checks/answers/, or beside a checker), by its checker's name:
+    the one link from an exercise to its checker. It imports companion, and so torch, only when called: this module
+    must run on a bare Python."""
+    import importlib
+    import pkgutil
+
+    names = [
+        f"companion.checks.{package}{info.name}"
+        for package in ("", "answers.")
+        for info in pkgutil.iter_modules(importlib.import_module(f"companion.checks.{package}".rstrip(".")).__path__)
+        if info.name != "answers"
+    ]
+    return {
+        exercise.check.__name__: exercise
+        for name in names
+        for exercise in getattr(importlib.import_module(name), "EXERCISES", [])
+    }
+
+
 def tags(cell: dict) -> set[str]:
     """A cell's tags."""
     return set(cell.get("metadata", {}).get("tags", []))

@@ -38,6 +38,7 @@ import torch
 from torch.utils.data import DataLoader
 
 from companion.exercises import GLOBAL_STATE, WrongAnswer
+from tools.course import exercise_tables
 
 TARGET = 0.95  # the share of differing mutants every checker must reject
 SWAPS = {ast.Add: ast.Sub, ast.Sub: ast.Add, ast.Mult: ast.Div, ast.Div: ast.Mult, ast.Pow: ast.Mult}
@@ -438,28 +439,6 @@ def _finish(report: Report, start: float) -> Report:
     return report
 
 
-def all_exercises_by_name() -> dict:
-    """Every exercise of the course's answers tables (companion/checks/answers/, or beside a checker), by its
-    checker's name (as tools/handout.py's check_tables, without importing the handout's HTML stack)."""
-    import importlib
-    import pkgutil
-
-    import companion.checks
-    import companion.checks.answers
-
-    names = [
-        f"{package.__name__}.{info.name}"
-        for package in (companion.checks, companion.checks.answers)
-        for info in pkgutil.iter_modules(package.__path__)
-        if info.name != "answers"
-    ]
-    return {
-        exercise.check.__name__: exercise
-        for name in names
-        for exercise in getattr(importlib.import_module(name), "EXERCISES", [])
-    }
-
-
 def table_row(r: Report) -> str:
     """One line of the markdown report."""
     if r.skipped:
@@ -482,7 +461,7 @@ def main(argv: list[str] | None = None) -> int:
     print("| checker | mutants | differ | rejected | score | survivors |")
     print("| --- | ---: | ---: | ---: | ---: | --- |")
     failing = []
-    for exercise in all_exercises_by_name().values():
+    for exercise in exercise_tables().values():
         if args.only and exercise.check.__name__ not in args.only:
             continue
         report = judge(exercise, None if args.full else args.limit)
