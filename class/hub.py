@@ -23,7 +23,6 @@ import re
 import secrets
 import shutil
 import signal
-import socket
 import stat
 import subprocess
 import sys
@@ -383,12 +382,6 @@ def hub_pid() -> int | None:
     return pid
 
 
-def free_port(ip: str = "127.0.0.1") -> int:
-    with socket.socket() as s:
-        s.bind((ip, 0))
-        return s.getsockname()[1]
-
-
 def install() -> None:
     """What the hub needs beyond `make venv`: the `class` extra in .venv, the proxy from npm in class/."""
     if not PYTHON.exists():
@@ -423,6 +416,8 @@ def start(ip: str, port: int, api_port: int | None, proxy_port: int | None, time
     ensure_student_python()
     stage()
     admin_token()
+    from companion._ports import free_port  # standard library only: no torch in the hub's process
+
     settings = {
         "ip": ip,
         "port": port,

@@ -226,7 +226,7 @@ def spawn_worker(
     argv: Sequence[str],
     device: str | None,
 ) -> None:
-    """One child of torch.multiprocessing's spawn or start_processes: set what torchrun would set, run `script`."""
+    """One child of torch.multiprocessing.spawn: set what torchrun would set, run `script`."""
     out = Path(argv[list(argv).index("--out") + 1])
     # The children share the notebook's output streams: send theirs to files instead.
     for stream, name in ((sys.stdout, "out"), (sys.stderr, "err")):

@@ -7,10 +7,8 @@ and torch.multiprocessing.spawn ask the system for a free port when they start. 
 """
 
 import json
-import multiprocessing
 import os
 import re
-import socket
 import subprocess
 import sys
 import tempfile
@@ -23,6 +21,7 @@ from pathlib import Path
 import psutil
 import torch.multiprocessing
 
+from companion._ports import free_port
 from companion._torch_errors import SPAWN_RANK_TERMINATED
 from companion._validate import require_int
 from companion.ddp import spawn_worker
@@ -45,11 +44,6 @@ print(f"rank {rank}: args.local_rank = {args.local_rank}", flush=True)
 """
 # After one agent of a multi-node run fails, how long the others get to notice before they are stopped.
 FAILURE_GRACE_S = 15.0
-# spawn() starts its ranks from a fork server where the system has one (Linux, macOS): one process that imports
-# these modules once and forks each rank from itself. Each rank then starts in a fraction of a second, instead of
-# importing torch and DDP's dependencies (torch._dynamo) again, about five seconds of CPU per rank.
-SPAWN_METHOD = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
-RANK_PRELOAD = ["torch", "torch._dynamo", "companion.checkpoint", "companion.ddp"]
 RESULT_KEYS = ("rank", "local_rank", "node_rank", "world_size", "backend", "device")  # what describe() shows
 
 
@@ -136,8 +130,7 @@ def launch_nodes(
 def spawn(
     script: str | Path, *args: str, nproc: int = 2, workdir: str | Path | None = None, device: str | None = None
 ) -> RankResults:
-    """Run `script` on `nproc` ranks started from this process (no torchrun), as torch.multiprocessing.spawn does,
-    but from a fork server where the system has one (SPAWN_METHOD).
+    """Run `script` on `nproc` ranks with torch.multiprocessing.spawn from this process (no torchrun).
 
     Each child sets the variables torchrun would set (RANK, LOCAL_RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT) and
     runs the script as __main__; see companion.ddp.spawn_worker.
@@ -148,13 +141,11 @@ def spawn(
         start = time.monotonic()
         argv = ["--out", str(out), *args]
         try:
-            if SPAWN_METHOD == "forkserver":
-                multiprocessing.set_forkserver_preload(RANK_PRELOAD)  # read when the server starts, at first use
-            torch.multiprocessing.start_processes(
-                spawn_worker,
-                args=(nproc, free_port(), str(script), argv, device),
-                nprocs=nproc,
-                start_method=SPAWN_METHOD,
+            # A fresh interpreter per rank ("spawn"). Not a fork server: it would import torch once for all ranks,
+            # but a Jupyter kernel that has started one no longer shuts down cleanly (it is killed, and leaves the
+            # server's socket folder in the temporary folder).
+            torch.multiprocessing.spawn(
+                spawn_worker, args=(nproc, free_port(), str(script), argv, device), nprocs=nproc
             )
         except Exception as error:  # ProcessRaisedException, ProcessExitedException
             raise _spawn_failure(error) from None
@@ -253,13 +244,6 @@ def shown(command: Sequence[str]) -> str:
             words = [name, *words[len(prefix) :]]
     words = ["OUT" if i > 0 and words[i - 1] == "--out" else w for i, w in enumerate(words)]
     return re.sub(r"(--master-port=|127\.0\.0\.1:|lesson12-)\d+", r"\1PORT", " ".join(words))
-
-
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that is free right now (the system picks it; a rare race remains until it is used)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def worker_environment(device: str | None = None, log_dir: str | Path | None = None) -> dict[str, str]:

@@ -12,6 +12,7 @@ from companion.checks.course import check_repeatable_draws
 from companion.course import _show_raising_line, environment_report, setup_notebook, show_source
 from companion.exercises import WrongAnswer
 from tests.bad_inputs import bad
+from tools.course import ANSI
 
 
 @pytest.fixture(autouse=True)
@@ -102,9 +103,6 @@ def test_check_repeatable_draws_rejects_wrong_answers_with_a_hint(wrong, hint):
 def test_show_source_prints_the_code_itself(capsys):
     show_source(seeded_pair)
     assert capsys.readouterr().out.startswith("def seeded_pair():\n    torch.manual_seed(3)")
-
-
-ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
 @pytest.fixture

@@ -17,7 +17,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from tools.course import CJK, NOTEBOOK_DIR, ROOT, lesson_files
+from tools.course import CHINESE_CHARACTERS, CJK, NOTEBOOK_DIR, ROOT, lesson_files, tags
 from tools.handout.bundle import bundle_leaks, reference_answers, student_bundle
 from tools.handout.editions import EDITIONS, WORDS, Edition, edition_notebook, lesson_pdf, lesson_title, word
 from tools.handout.export import index_page, page_css
@@ -33,10 +33,6 @@ SCRATCH = ROOT / "build" / "handout"
 
 def lesson(path: Path) -> nbformat.NotebookNode:
     return nbformat.read(path, as_version=4)
-
-
-def tags(cell) -> set[str]:
-    return set(cell.get("metadata", {}).get("tags", []))
 
 
 def solution_lines(notebook) -> list[str]:
@@ -426,7 +422,8 @@ def test_no_page_but_a_lessons_last_is_mostly_empty(edition, tmp_path):
 
 
 TORCH_FRAME = re.compile(r"torch/[\w/]+\.py|site-packages")
-CHINESE_SPACE = re.compile(r"[\u4e00-\u9fff] +[\u4e00-\u9fff]|[，。；：！？、（） ] +\S")
+HAN = f"[{CHINESE_CHARACTERS}]"
+CHINESE_SPACE = re.compile(rf"{HAN} +{HAN}|[，。；：！？、（） ] +\S")
 
 
 @handout
@@ -450,7 +447,7 @@ def test_no_stray_space_in_chinese_text():
             # inline code is not prose (lesson 00 shows the full-width colon itself: `：` 和 `，`)
             chinese = re.sub(r"<code>[^<]*</code>", "<code>code</code>", chinese)
             prose = "".join(re.findall(r">([^<>]+)<", chinese))
-            stray = [m.group(0) for m in re.finditer(r"[\u4e00-\u9fff] [\u4e00-\u9fff]|[，。；：！？、] \S", prose)]
+            stray = [m.group(0) for m in re.finditer(rf"{HAN} {HAN}|[，。；：！？、] \S", prose)]
             assert stray == [], (edition.name, path.name, stray[:5])
 
 
@@ -766,7 +763,7 @@ def test_the_chinese_answer_key_uses_full_width_colons():
         if edition.version == "teacher" and edition.language != "en":
             page = (HANDOUT / "html" / f"{edition.name}.html").read_text(encoding="utf-8")
             key = page[page.index('id="answer-key"') :]
-            half = re.findall(r"[\u4e00-\u9fff]</strong>: |[\u4e00-\u9fff]: ", key)
+            half = re.findall(rf"{HAN}</strong>: |{HAN}: ", key)
             assert half == [], (edition.name, half[:3])
 
 

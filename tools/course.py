@@ -41,7 +41,8 @@ NOTEBOOK_DIR = ROOT / "notebooks"
 COURSE_MAP = NOTEBOOK_DIR / "course.toml"
 CHINESE_CHARACTERS = "\u3400-\u9fff\uf900-\ufaff"
 CJK = re.compile(f"[{CHINESE_CHARACTERS}]")  # text holds Chinese (full-width punctuation alone may be quoted code)
-CJK_RANGES = CHINESE_CHARACTERS + "\u3000-\u303f\uff00-\uffef"  # and the full-width punctuation of Chinese text
+CJK_PUNCTUATION = "\u3000-\u303f\uff00-\uffef"  # the full-width punctuation of Chinese text
+CJK_RANGES = CHINESE_CHARACTERS + CJK_PUNCTUATION
 ANSI = re.compile(r"\x1b\[[0-9;]*m")  # a terminal colour code, as stored tracebacks hold them
 CHECK_CALL = re.compile(r"\b(check_\w+)\s*\(")  # a self-check cell calls its checker: exercise -> checker
 

@@ -11,7 +11,7 @@ import unicodedata
 
 import nbformat
 
-from tools.course import CHECK_CALL, source, tags
+from tools.course import CHECK_CALL, CJK_PUNCTUATION, CJK_RANGES, source, tags
 
 LANGUAGES = ("en", "zh", "both")
 DROPPED_TAG = {"en": "lang-zh", "zh": "lang-en", "both": None}
@@ -40,8 +40,8 @@ def exercise_text(cell: dict) -> dict[str, str]:
 
 STUB_WIDTH = 88  # code cells do not wrap: a longer comment line runs off the screen
 # A word, a `code span` with what sticks to it, a run of spaces, or one other character (a Chinese one).
-WRAP_TOKEN = re.compile(r"`[^`]*`[^\s\u3000-\u9fff\uff00-\uffef]*|[^\s\u3000-\u9fff\uff00-\uffef`]+|\s+|.")
-CJK_PUNCTUATION = re.compile(r"[\u3000-\u303f\uff00-\uffef]")
+WRAP_TOKEN = re.compile(rf"`[^`]*`[^\s{CJK_RANGES}]*|[^\s{CJK_RANGES}`]+|\s+|.")
+FULL_WIDTH_PUNCTUATION = re.compile(f"[{CJK_PUNCTUATION}]")
 
 
 def display_width(text: str) -> int:
@@ -59,7 +59,7 @@ def wrap(text: str, first: str, then: str, width: int = STUB_WIDTH) -> list[str]
             space = " "
             continue
         fits = display_width(line + space + token) <= width or line in (first, then)
-        if fits or CJK_PUNCTUATION.fullmatch(token):
+        if fits or FULL_WIDTH_PUNCTUATION.fullmatch(token):
             line += (space if line not in (first, then) else "") + token
         else:
             lines.append(line.rstrip())
@@ -204,7 +204,6 @@ def stub_solutions(notebook: nbformat.NotebookNode) -> nbformat.NotebookNode:
 def one_language(notebook: nbformat.NotebookNode, language: str) -> nbformat.NotebookNode:
     """A copy holding only `language`'s prose ("en", "zh" or "both"). The Chinese copy gets its title line
     `**第 NN 课 · 标题**` as the level-1 heading, so the table of contents has one title per lesson."""
-    language = "both" if language == "bilingual" else language  # the handouts' name for it
     if language not in LANGUAGES:
         raise ValueError(f"language must be one of {list(LANGUAGES)}, not {language!r}")
     result = copy.deepcopy(notebook)

@@ -10,7 +10,7 @@ from itertools import pairwise
 from pathlib import Path
 
 from companion.exercises import PASS_MARK
-from tools.course import ANSI, CJK, NOTEBOOK_DIR, source, tags
+from tools.course import ANSI, CJK, CJK_RANGES, NOTEBOOK_DIR, source, tags
 
 GLOSSARY = NOTEBOOK_DIR / "GLOSSARY.md"
 
@@ -157,7 +157,7 @@ def rule_clean_outputs(nb: dict) -> list[str]:
         if errors and not raises:
             problems.append(f"code cell {i} stored an error but is not tagged raises-exception")
         for output in cell.get("outputs", []):
-            text = output_text(output) + re.sub(r"\x1b\[[0-9;]*m", "", "".join(output.get("traceback", [])))
+            text = output_text(output) + ANSI.sub("", "".join(output.get("traceback", [])))
             if output.get("output_type") == "stream" and output.get("name") == "stderr":
                 problems.append(f"code cell {i} wrote to stderr: {text[:80]!r}")
             if WARNING_LINE.search(text):
@@ -289,7 +289,7 @@ def rule_no_chinese_italics(nb: dict) -> list[str]:
 
 
 # Chinese characters and full-width punctuation (including “”‘’, …… and ——), which a space beside shows as a gap.
-WIDE = re.compile(r"[\u00b7\u2014\u2018-\u201f\u2026\u3000-\u303f\u3400-\u9fff\uf900-\ufaff\uff00-\uffef]")
+WIDE = re.compile(f"[\u00b7\u2014\u2018-\u201f\u2026{CJK_RANGES}]")
 # A line that starts a block (list item, quote, heading, table row, HTML, fence, maths, setext underline): the line
 # break before it ends the paragraph instead of joining two lines of it.
 BLOCK_START = re.compile(r"\s*(?:[-*+]\s|\d+[.)]\s|>|#|\||<|```|~~~|\$\$|[-=]+\s*$)")

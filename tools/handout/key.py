@@ -14,13 +14,12 @@ import re
 import nbformat
 
 from companion.exercises import WrongAnswer
-from tools.course import CHECK_CALL, CJK_RANGES, exercise_tables
+from tools.course import CHECK_CALL, CJK_PUNCTUATION, CJK_RANGES, exercise_tables
 from tools.handout.editions import WORDS, Edition, lesson_title, markdown_cell, word
 from tools.lesson_copies import exercises
 
 COLON = {"en": ": ", "zh": "："}  # after a label: Chinese text takes the full-width colon
 # A line break in the source between two Chinese characters, or after Chinese punctuation, is not a space in print.
-CJK_PUNCTUATION = r"\u3000-\u303f\uff00-\uffef"
 LINE_AFTER_CJK = re.compile(rf"(?<=[{CJK_RANGES}])\n[ \t]*(?![-*+>#|\d\s])(?=(.))")
 
 
