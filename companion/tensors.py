@@ -94,10 +94,11 @@ def plot_broadcast(a: torch.Tensor, b: torch.Tensor) -> Figure:
     rows, cols = (1, total.shape[0]) if total.dim() == 1 else tuple(total.shape)
     palette = plt.get_cmap("Pastel1").colors  # light, so the black numbers stay readable
     split = _storage_values(a).numel()  # a's positions take the first colours, b's the next ones
-    if split + _storage_values(b).numel() > len(palette):  # one colour per storage position, none used twice
+    count = split + _storage_values(b).numel()
+    if count > len(palette):  # one colour per storage position, none used twice
         raise ValueError(
-            f"plot_broadcast draws small tensors: a and b read {split + _storage_values(b).numel()} storage positions,"
-            f" the picture has {len(palette)} colours; pass smaller tensors, such as a[:3] and b[:4]"
+            f"plot_broadcast draws small tensors: a and b read {count} storage positions, the picture has "
+            f"{len(palette)} colours; pass smaller tensors, such as a[:3] and b[:4]"
         )
     fig = plt.figure(figsize=(COLUMN_WIDTH, 0.5 * rows + 1.2), layout="constrained")
     grid = fig.add_gridspec(1, 5, width_ratios=(cols, 0.6, cols, 0.6, cols))
