@@ -242,7 +242,9 @@ def lock() -> None:
         if path.is_symlink():
             continue
         old.setdefault(str(path), mode)
-        path.chmod((mode & ~0o007) | (0o001 if path == ROOT else 0))  # the root: traverse only, others: nothing
+        # The root stays listable (755): Python imports the tools package from it only if it can list it, and its
+        # entries' names are no secret. Every other entry closed here gives other users nothing.
+        path.chmod((mode & ~0o007) | (0o005 if path == ROOT else 0))
     modes_file().write_text(json.dumps(old, indent=1) + "\n")
     modes_file().chmod(0o600)
 

@@ -267,6 +267,10 @@ def test_hub_end_to_end():
         assert "perm.clone()" in b_file.read_text() and FAKE_PASS in c_sources  # the report changed nothing
         for row in table:
             log("table: " + " | ".join(cell[:90] for cell in row))
+    except BaseException:
+        hub_log = data / "hub.log"  # why the hub failed, before the folder goes
+        print(hub_log.read_text(errors="replace")[-6000:] if hub_log.exists() else "no hub log")
+        raise
     finally:
         for student in students.values():
             student.session.close()
