@@ -2,6 +2,7 @@
 
 import inspect
 import linecache
+import os
 import platform
 import random
 import traceback
@@ -16,7 +17,7 @@ from companion.plotting import use_course_style
 
 
 def setup_notebook(seed: int = 0) -> None:
-    """Make a lesson print the same thing on every run and machine: seeds, one thread, print options, plot style."""
+    """Make a lesson print the same on every run and machine: seeds, one thread, AVX2 kernels, print options, style."""
     require_int(seed, "seed", example=0)
     if not 0 <= seed < 2**32:
         raise ValueError(f"seed must be between 0 and 2**32 - 1 (NumPy's limit), not {seed}")
@@ -25,11 +26,29 @@ def setup_notebook(seed: int = 0) -> None:
     torch.manual_seed(seed)  # also seeds every CUDA and MPS device
     # Sums over many elements round differently when split over several threads.
     torch.set_num_threads(1)
+    _pin_x86_kernels()
     torch.set_printoptions(profile="default")
     np.set_printoptions(legacy=False, precision=8, suppress=False)
     use_course_style()
     _use_notebook_display()
     print(f"Ready / 准备就绪: seed {seed}, 1 CPU thread, default print options, course plot style")
+
+
+# PyTorch's own kernels, MKL's matrix products and oneDNN's convolutions each pick the widest vector instructions
+# the CPU has; AVX-512 and AVX2 add in other orders, so a trained model's accuracy can differ in its last digit.
+AVX2_PINS = {"ATEN_CPU_CAPABILITY": "avx2", "MKL_CBWR": "AVX2", "ONEDNN_MAX_CPU_ISA": "AVX2"}
+
+
+def _pin_x86_kernels() -> None:
+    """On an x86 CPU with AVX2, use the AVX2 kernels even where AVX-512 exists: the same numbers on both kinds.
+
+    Each library reads its variable once, when it first runs a kernel, so this works only before the first tensor
+    operation (the lessons call it in their first cell); a value already set is kept. Arm CPUs (Apple, Graviton) have
+    other kernels, and their last digits may differ from the stored outputs.
+    """
+    if torch.cpu._is_avx2_supported():  # a private helper, but the only test that does not fix the choice itself
+        for name, value in AVX2_PINS.items():
+            os.environ.setdefault(name, value)
 
 
 def environment_report() -> str:

@@ -46,6 +46,33 @@ def test_setup_resets_print_options_and_plot_style():
     assert mpl.rcParams["font.family"] == ["DejaVu Sans", "Course Sans SC"]
 
 
+@pytest.mark.parametrize("avx2", [True, False])
+def test_setup_pins_the_avx2_kernels_where_the_cpu_has_them(monkeypatch, avx2):
+    for name in course.AVX2_PINS:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("MKL_CBWR", "COMPATIBLE")  # a value the learner set is kept
+    monkeypatch.setattr(torch.cpu, "_is_avx2_supported", lambda: avx2)
+    setup_notebook()
+    pinned = {name: course.os.environ.get(name) for name in course.AVX2_PINS}
+    if avx2:
+        assert pinned == {"ATEN_CPU_CAPABILITY": "avx2", "MKL_CBWR": "COMPATIBLE", "ONEDNN_MAX_CPU_ISA": "AVX2"}
+    else:
+        assert pinned == {"ATEN_CPU_CAPABILITY": None, "MKL_CBWR": "COMPATIBLE", "ONEDNN_MAX_CPU_ISA": None}
+
+
+@pytest.mark.integration
+@pytest.mark.skipif(not torch.cpu._is_avx2_supported(), reason="an x86 CPU with AVX2")
+def test_setup_makes_pytorch_run_its_avx2_kernels():
+    import subprocess
+    import sys
+
+    code = "from companion.course import setup_notebook; import torch; setup_notebook(); "
+    code += "print(torch.backends.cpu.get_cpu_capability())"
+    env = {k: v for k, v in course.os.environ.items() if k not in course.AVX2_PINS}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+    assert done.stdout.splitlines()[-1] == "AVX2"
+
+
 @pytest.mark.parametrize(
     ("seed", "error", "fix"),
     [
