@@ -23,19 +23,18 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # the tools package and tests/test_hub.py: this file runs as a script
 from tests.test_hub import HUB, PYTHON, Student, free_port, hub  # noqa: E402
 from tools.course import source  # noqa: E402
-from tools.lesson_copies import exercises  # noqa: E402
 
 
-def lesson_code(name: str) -> str:
-    """The lesson's code cells but its exercises and the cells that show an error on purpose."""
-    notebook = nbformat.read(ROOT / "notebooks" / name, 4)
-    skip = {i for pair in exercises(notebook) for i in pair}
-    cells = [
-        source(c)
-        for i, c in enumerate(notebook.cells)
-        if c.cell_type == "code" and i not in skip and "raises-exception" not in c.metadata.get("tags", [])
-    ]
-    return "\n".join(cells)
+def lesson_cells(name: str) -> list[str]:
+    """The lesson's code cells with the reference answers; a cell that shows an error on purpose catches it."""
+    cells = []
+    for cell in nbformat.read(ROOT / "notebooks" / name, 4).cells:
+        if cell.cell_type == "code" and "raises-exception" in cell.metadata.get("tags", []):
+            body = "".join(f"    {line}\n" for line in source(cell).splitlines())
+            cells.append(f"try:\n{body}except Exception as error:\n    print(type(error).__name__)\n")
+        elif cell.cell_type == "code":
+            cells.append(source(cell))
+    return cells
 
 
 def server_mib(uid: int) -> float:
@@ -49,9 +48,9 @@ def main() -> int:
     parser.add_argument("--students", type=int, default=4)
     parser.add_argument("--lesson", default="03-scatter.ipynb")
     args = parser.parse_args()
-    code = lesson_code(args.lesson) + (
-        "\nimport resource\nprint('PEAK', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)\n"
-    )
+    code = lesson_cells(args.lesson) + [
+        "import resource\nprint('PEAK', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)\n"
+    ]
     tag = secrets.token_hex(2)
     names = [f"zzload{tag}{i}" for i in range(args.students)]
     data = Path(tempfile.mkdtemp(prefix="course-hub-load-", dir="/tmp"))
@@ -70,7 +69,7 @@ def main() -> int:
         def run(student):
             started = time.monotonic()
             result = student.run_code(code)
-            assert result["error"] is None, result
+            assert result["error"] is None, result["error"]
             peak = float(result["out"].split("PEAK")[-1].split()[0])
             return time.monotonic() - started, peak, server_mib(pwd.getpwnam(student.name).pw_uid)
 

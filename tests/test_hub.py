@@ -91,8 +91,8 @@ class Student:
         answer = self.session.put(f"{self.api}/contents/{path}", json=body, headers=self.xsrf(), timeout=60)
         assert answer.ok, answer.text
 
-    def run_code(self, code: str) -> dict:
-        """Run `code` in a fresh kernel of this student's server; its stdout and error."""
+    def run_code(self, code: str | list[str]) -> dict:
+        """Run `code` (one cell, or cells in order until one fails) in a fresh kernel of this student's server."""
         import websocket
 
         kernel = self.session.post(f"{self.api}/kernels", json={"name": "python3"}, headers=self.xsrf(), timeout=120)
@@ -103,46 +103,39 @@ class Student:
         )
         url = self.api.replace("http://", "ws://") + f"/kernels/{kernel_id}/channels"
         ws = websocket.create_connection(
-            url, cookie=cookies, header=[f"X-XSRFToken: {self.xsrf()['X-XSRFToken']}"], timeout=120
+            url, cookie=cookies, header=[f"X-XSRFToken: {self.xsrf()['X-XSRFToken']}"], timeout=600
         )
-        msg_id = uuid.uuid4().hex
-        ws.send(
-            json.dumps(
-                {
-                    "header": {
-                        "msg_id": msg_id,
-                        "username": self.name,
-                        "session": uuid.uuid4().hex,
-                        "msg_type": "execute_request",
-                        "version": "5.3",
-                    },
-                    "parent_header": {},
-                    "metadata": {},
-                    "channel": "shell",
-                    "buffers": [],
-                    "content": {
-                        "code": code,
-                        "silent": False,
-                        "store_history": False,
-                        "user_expressions": {},
-                        "allow_stdin": False,
-                        "stop_on_error": True,
-                    },
-                }
+        out, error, session = "", None, uuid.uuid4().hex
+        for cell in [code] if isinstance(code, str) else code:
+            msg_id = uuid.uuid4().hex
+            header = {"msg_id": msg_id, "username": self.name, "session": session}
+            content = {"code": cell, "silent": False, "store_history": False, "user_expressions": {}}
+            content |= {"allow_stdin": False, "stop_on_error": True}
+            ws.send(
+                json.dumps(
+                    {
+                        "header": header | {"msg_type": "execute_request", "version": "5.3"},
+                        "parent_header": {},
+                        "metadata": {},
+                        "channel": "shell",
+                        "buffers": [],
+                        "content": content,
+                    }
+                )
             )
-        )
-        out, error = "", None
-        deadline = time.monotonic() + 180
-        while time.monotonic() < deadline:
-            message = json.loads(ws.recv())
-            if message.get("parent_header", {}).get("msg_id") != msg_id:
-                continue
-            kind = message["msg_type"]
-            if kind == "stream":
-                out += message["content"]["text"]
-            elif kind == "error":
-                error = f"{message['content']['ename']}: {message['content']['evalue']}"
-            elif kind == "status" and message["content"]["execution_state"] == "idle":
+            deadline = time.monotonic() + 600
+            while time.monotonic() < deadline:
+                message = json.loads(ws.recv())
+                if message.get("parent_header", {}).get("msg_id") != msg_id:
+                    continue
+                kind = message["msg_type"]
+                if kind == "stream":
+                    out += message["content"]["text"]
+                elif kind == "error":
+                    error = f"{message['content']['ename']}: {message['content']['evalue']}"
+                elif kind == "status" and message["content"]["execution_state"] == "idle":
+                    break
+            if error is not None:
                 break
         ws.close()
         self.session.delete(f"{self.api}/kernels/{kernel_id}", headers=self.xsrf(), timeout=60)

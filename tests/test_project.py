@@ -92,3 +92,22 @@ def test_the_torch_asked_for_stays_installed(tmp_path):
     assert "torch==" not in text and "numpy==" in text
     rest = next(step for step in steps if "-e" in step.argv)
     assert rest.argv[rest.argv.index("-c") + 1] == str(tmp_path / "constraints-without-torch.txt")
+
+
+def test_the_kubernetes_values_keep_the_one_server_settings():
+    """class/kubernetes/ is not run here (no Kubernetes), so at least its settings must match the tested hub's."""
+    import yaml
+
+    values = yaml.safe_load((ROOT / "class/kubernetes/values.yaml").read_text(encoding="utf-8"))
+    config = (ROOT / "class/jupyterhub_config.py").read_text(encoding="utf-8")
+    student = values["singleuser"]
+    for name, value in student["extraEnv"].items():
+        assert f'"{name}": "{value}"' in config, name
+    assert f'"COURSE_IDLE_SECONDS", "{values["cull"]["timeout"]}"' in config
+    hook = " ".join(student["lifecycleHooks"]["postStart"]["exec"]["command"])
+    assert "class/hub.py sync-workspace --lang" in hook
+    languages = {p["kubespawner_override"]["environment"]["COURSE_LANG"] for p in student["profileList"]}
+    assert languages == {"en", "zh", "both"}
+    dockerfile = (ROOT / "class/kubernetes/Dockerfile").read_text(encoding="utf-8")
+    assert "rm -rf notebooks companion/checks/answers" in dockerfile  # no reference answer in the students' image
+    assert "class/hub.py stage" in dockerfile and student["image"]["name"].endswith("tensor-by-tensor")
