@@ -249,6 +249,11 @@ def lock() -> None:
     modes_file().chmod(0o600)
 
 
+def closed_ancestors() -> list[Path]:
+    """The folders above the checkout that other users may not enter: students could reach nothing inside."""
+    return [p for p in ROOT.parents if not stat.S_IMODE(p.stat().st_mode) & 0o001]
+
+
 def unlock() -> None:
     """Give back the modes lock() changed."""
     if not modes_file().exists():
@@ -410,6 +415,12 @@ def start(ip: str, port: int, api_port: int | None, proxy_port: int | None, time
     if hub_pid() is not None:
         print(f"The hub is already running: http://{hub_settings()['ip']}:{hub_settings()['port']}/")
         return 0
+    if closed := closed_ancestors():
+        folders = " ".join(str(p) for p in closed)
+        raise SystemExit(
+            f"Students cannot reach the course: other users may not enter {folders}. Let them pass through "
+            f"(`chmod o+x {folders}`: enter, not list), or put the checkout somewhere they can (e.g. /srv)."
+        )
     install()
     data = ensure_data_dir()
     if not class_roster().exists():

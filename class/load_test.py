@@ -21,7 +21,7 @@ import nbformat
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # the tools package and tests/test_hub.py: this file runs as a script
-from tests.test_hub import HUB, PYTHON, Student, free_port, hub  # noqa: E402
+from tests.test_hub import HUB, PYTHON, Student, enterable_ancestors, free_port, hub  # noqa: E402
 from tools.course import source  # noqa: E402
 
 
@@ -58,36 +58,36 @@ def main() -> int:
     roster = data / "load-roster.txt"
     roster.write_text("".join(f"{n} en\n" for n in names))
     port = free_port()
-    try:
-        hub(env, "add-users", str(roster), "--passwords", str(data / "pw.csv"))
-        secret = dict(list(csv.reader((data / "pw.csv").read_text().splitlines()))[1:])
-        hub(env, "start", "--port", str(port))
-        students = [Student(f"http://127.0.0.1:{port}", n, secret[n]) for n in names]
-        for s in students:
-            s.login()
+    with enterable_ancestors():
+        try:
+            hub(env, "add-users", str(roster), "--passwords", str(data / "pw.csv"))
+            secret = dict(list(csv.reader((data / "pw.csv").read_text().splitlines()))[1:])
+            hub(env, "start", "--port", str(port))
+            students = [Student(f"http://127.0.0.1:{port}", n, secret[n]) for n in names]
+            for s in students:
+                s.login()
 
-        def run(student):
-            started = time.monotonic()
-            result = student.run_code(code)
-            assert result["error"] is None, result["error"]
-            peak = float(result["out"].split("PEAK")[-1].split()[0])
-            return time.monotonic() - started, peak, server_mib(pwd.getpwnam(student.name).pw_uid)
+            def run(student):
+                started = time.monotonic()
+                result = student.run_code(code)
+                assert result["error"] is None, result["error"]
+                peak = float(result["out"].split("PEAK")[-1].split()[0])
+                return time.monotonic() - started, peak, server_mib(pwd.getpwnam(student.name).pw_uid)
 
-        alone = run(students[0])
-        print(f"1 student alone: {alone[0]:.1f} s, kernel peak {alone[1]:.0f} MiB, server {alone[2]:.0f} MiB")
-        with concurrent.futures.ThreadPoolExecutor(len(students)) as pool:
-            together = list(pool.map(run, students))
-        for name, (seconds, peak, server) in zip(names, together, strict=True):
-            print(
-                f"{len(students)} at once, {name}: {seconds:.1f} s, kernel peak {peak:.0f} MiB, server {server:.0f} MiB"
-            )
-        for s in students:
-            s.session.close()
-    finally:
-        subprocess.run([str(PYTHON), str(HUB), "stop"], env=env, capture_output=True)
-        subprocess.run([str(PYTHON), str(HUB), "remove-users", str(roster)], env=env, capture_output=True)
-        subprocess.run([str(PYTHON), str(HUB), "unlock"], env=env, capture_output=True)
-        shutil.rmtree(data, ignore_errors=True)
+            alone = run(students[0])
+            print(f"1 student alone: {alone[0]:.1f} s, kernel peak {alone[1]:.0f} MiB, server {alone[2]:.0f} MiB")
+            with concurrent.futures.ThreadPoolExecutor(len(students)) as pool:
+                together = list(pool.map(run, students))
+            for name, (seconds, peak, server) in zip(names, together, strict=True):
+                at_once = f"{len(students)} at once, {name}"
+                print(f"{at_once}: {seconds:.1f} s, kernel peak {peak:.0f} MiB, server {server:.0f} MiB")
+            for s in students:
+                s.session.close()
+        finally:
+            subprocess.run([str(PYTHON), str(HUB), "stop"], env=env, capture_output=True)
+            subprocess.run([str(PYTHON), str(HUB), "remove-users", str(roster)], env=env, capture_output=True)
+            subprocess.run([str(PYTHON), str(HUB), "unlock"], env=env, capture_output=True)
+            shutil.rmtree(data, ignore_errors=True)
     return 0
 
 

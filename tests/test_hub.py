@@ -4,6 +4,7 @@ self-check; one cannot read another's work (their own server's contents API, the
 judges them; then everything is stopped and the users removed. Needs root, useradd and Node.js: `pytest -m hub`
 (not part of `make test`)."""
 
+import contextlib
 import csv
 import json
 import os
@@ -12,6 +13,7 @@ import re
 import secrets
 import shutil
 import socket
+import stat
 import subprocess
 import tempfile
 import time
@@ -45,6 +47,26 @@ def hub(env: dict, *args: str, timeout: float = 600) -> str:
     done = subprocess.run([str(PYTHON), str(HUB), *args], env=env, capture_output=True, text=True, timeout=timeout)
     assert done.returncode == 0, f"hub.py {' '.join(args)}: {done.stdout}\n{done.stderr}"
     return done.stdout
+
+
+@contextlib.contextmanager
+def enterable_ancestors():
+    """Let other users pass through the folders above the checkout while the hub runs (a fresh clone may sit in a
+    private temporary folder, which `hub.py start` refuses), then give the old modes back."""
+    closed = {p: p.stat().st_mode for p in ROOT.parents if not p.stat().st_mode & 0o001}
+    for path, mode in closed.items():
+        path.chmod(stat.S_IMODE(mode) | 0o001)
+    try:
+        yield
+    finally:
+        for path, mode in closed.items():
+            path.chmod(stat.S_IMODE(mode))
+
+
+@pytest.fixture
+def hub_reachable():
+    with enterable_ancestors():
+        yield
 
 
 def processes_of(uids: set[int]) -> list[str]:
@@ -156,7 +178,7 @@ def answered(notebook: dict, answer: str | None, check: str | None = None) -> di
 @pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="makes system users: run as root")
 @pytest.mark.skipif(shutil.which("useradd") is None, reason="needs useradd")
 @pytest.mark.skipif(shutil.which("npm") is None and not (ROOT / "class/node_modules").exists(), reason="needs Node.js")
-def test_hub_end_to_end():
+def test_hub_end_to_end(hub_reachable):
     tag, uids, modes_before = secrets.token_hex(2), set(), modes()
     names = {"a": f"zzhub{tag}a", "b": f"zzhub{tag}b", "c": f"zzhub{tag}c"}
     languages = {"a": "en", "b": "zh", "c": "both"}

@@ -147,7 +147,7 @@ SETTINGS = {
     "WALKTHROUGH_ARGS": ("", "options for tools/walkthrough.py"),
     "MUTANTS_ARGS": ("", "more options for tools/mutants.py --full, e.g. --verbose"),
     "NB": ("", "one or more notebooks for execute and rerun (default: all)"),
-    "PYTEST_WORKERS": ("2", "test processes for test, rerun, test-gpu, matrix"),
+    "PYTEST_WORKERS": ("2", "test processes for test, test-integration, handout, rerun, test-gpu, matrix"),
     "TORCH_SPEC": (None, "the torch to install (on a CUDA machine: torch==2.13.0 with TORCH_INDEX=)"),
     "TORCH_INDEX": (None, "pip options that find TORCH_SPEC (a mirror of PyTorch's index goes here)"),
     "MATRIX_TORCH_SPEC": (None, "the torch of make matrix"),
@@ -487,7 +487,7 @@ class Course:
             + self.target_browser()
             + [
                 self.run("-m", "tools.handout", "--out", "handout"),
-                self.run("-m", "pytest", "-m", "handout", "tests/test_handout.py"),
+                self.run("-m", "pytest", "-n", self.s["PYTEST_WORKERS"], "-m", "handout", "tests/test_handout.py"),
             ]
         )
 
