@@ -21,6 +21,8 @@ from nbclient import NotebookClient
 from tools.course import ROOT, lesson_files
 
 TARGET_TOTAL_S, TARGET_CELL_S, TARGET_MEMORY_MIB = 120.0, 10.0, 1024.0
+# Run All that feels instant: each lesson's wall time, and the course's at most 3x what kernels and imports cost.
+TARGET_LESSON_S, TARGET_DDP_LESSON_S, TARGET_FLOOR_RATIO = 8.0, 12.0, 3.0
 PEAK_MEMORY = "import resource, sys; print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)"
 
 
@@ -77,6 +79,11 @@ def run_notebook(path: Path) -> NotebookTiming:
     return NotebookTiming(path.name, wall, floor, slowest, seconds[slowest], peak)
 
 
+def lesson_target(name: str) -> float:
+    """A lesson's target wall time: lesson 12's ranks each start a Python and import torch again."""
+    return TARGET_DDP_LESSON_S if name.startswith("12-") else TARGET_LESSON_S
+
+
 def first_code_index(notebook: nbformat.NotebookNode) -> int:
     """Index of the setup cell, the first code cell."""
     return next(i for i, cell in enumerate(notebook.cells) if cell.cell_type == "code")
@@ -112,7 +119,19 @@ def main(argv: list[str] | None = None) -> int:
     serial = nbval_wall(paths)
     worst_cell = max(timings, key=lambda t: t.slowest_s)
     worst_memory = max(timings, key=lambda t: t.peak_mib)
+    slow = [t for t in timings if t.wall_s > lesson_target(t.name)]
     checks = [
+        (
+            "every lesson's wall time: "
+            + (", ".join(f"{t.name[:2]} {t.wall_s:.1f} s" for t in slow) + " over" if slow else "all within"),
+            not slow,
+            f"<= {TARGET_LESSON_S:.0f} s, lesson 12 <= {TARGET_DDP_LESSON_S:.0f} s",
+        ),
+        (
+            f"the course: {total:.1f} s, {total / floors:.1f}x its floor of {floors:.1f} s",
+            total <= TARGET_FLOOR_RATIO * floors,
+            f"<= {TARGET_FLOOR_RATIO:.0f}x",
+        ),
         (
             f"pytest --nbval, serial, all notebooks: {serial:.1f} s",
             serial <= TARGET_TOTAL_S,

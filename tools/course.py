@@ -476,7 +476,8 @@ class Course:
 
     def target_test_hub(self) -> list[Step]:
         """The hub end to end with three throw-away system users (root and Node.js needed; 1-2 minutes)."""
-        return self.venv() + [self.run("-m", "pytest", "-m", "hub", "tests/test_hub.py")]
+        # -s: the test's log (logins, workspaces, the isolation proof, the class table) goes into CI's output
+        return self.venv() + [self.run("-m", "pytest", "-s", "-m", "hub", "tests/test_hub.py")]
 
     def target_browser(self) -> list[Step]:
         return [Step(action=browser, describe="Chromium and poppler-utils for the handout, installed where we can")]
