@@ -22,6 +22,7 @@ from tools.handout.bundle import bundle_leaks, reference_answers, student_bundle
 from tools.handout.editions import EDITIONS, WORDS, Edition, edition_notebook, lesson_pdf, lesson_title, word
 from tools.handout.export import index_page, page_css
 from tools.handout.key import join_chinese_lines
+from tools.handout.plan import plan_cells, plan_head, plan_text, sections
 from tools.handout.printing import CHROMIUM_ARGS, find_chromium
 from tools.lesson_copies import answer_lines
 
@@ -108,6 +109,40 @@ def test_lesson_titles_per_language():
     assert lesson_title(notebook, "zh").startswith("03 · `scatter_`")
     assert CJK.search(lesson_title(notebook, "zh")) and not CJK.search(lesson_title(notebook, "en"))
     assert lesson_title(notebook, "bilingual").count(" / ") == 1
+
+
+def test_a_lesson_plan_gives_each_section_its_minutes_and_what_to_show_live():
+    notebook = lesson(NOTEBOOK_DIR / "03-scatter.ipynb")
+    parts = sections(notebook)
+    assert [parts[1]["en"], parts[1]["zh"], parts[-1]["en"]] == [
+        "The rule for a 2-d tensor",
+        "二维情形下的规则",
+        "Summary",
+    ]
+    english = [c.source for c in notebook.cells if "lang-en" in tags(c)]
+    assert len(parts) - 1 == sum(line.startswith("## ") for text in english for line in text.splitlines())
+    assert parts[0]["en"] is None and all(p["zh"] for p in parts[1:])
+    images = sum("image/png" in o.get("data", {}) for c in notebook.cells for o in c.get("outputs", []))
+    assert sum(p["figures"] for p in parts) == images > 0
+    assert sum(p["errors"] for p in parts) == sum("raises-exception" in tags(c) for c in notebook.cells) > 0
+    exercise = next(p for p in parts if p["exercises"])
+    assert exercise["minutes"] >= 10  # the course map's 10 minutes per exercise
+    total = sum(p["minutes"] for p in parts)
+    minutes = next(
+        e["minutes"] for e in tomllib.loads((NOTEBOOK_DIR / "course.toml").read_text())["lesson"] if e["number"] == "03"
+    )
+    assert minutes - 5 <= total <= minutes + 5  # the course map rounds the whole lesson up to 5 minutes
+
+
+def test_a_lesson_plan_is_in_the_editions_language_and_not_taken_for_the_lesson():
+    notebook = lesson(NOTEBOOK_DIR / "03-scatter.ipynb")
+    english, chinese = plan_text(notebook, "03", "en"), plan_text(notebook, "03", "zh")
+    assert "check_inverse_permutation" in english and "returns perm itself" in english
+    assert "Lesson plan" in english and not re.search(CJK, english.replace("·", ""))
+    assert "教案" in chinese and "returns perm itself" not in chinese and "Objectives" not in chinese
+    assert [len(plan_cells(notebook, "03", Edition(language, "teacher"))) for language in ("en", "bilingual")] == [1, 2]
+    for edition in EDITIONS:  # the book finds a lesson's first page by its title in the running header
+        assert "scatter" not in plan_head("03", edition)
 
 
 def test_each_lesson_gets_a_named_page_with_its_title_and_the_edition_label():
@@ -359,6 +394,23 @@ def book_lessons(edition) -> list[tuple[Path, int]]:
 
 
 @handout
+@pytest.mark.parametrize("edition", [e for e in EDITIONS if e.version == "teacher"], ids=lambda e: e.name)
+def test_each_teacher_lesson_opens_with_its_one_page_plan_and_the_book_keeps_it(edition):
+    needs_pdfs()
+    plans = len(plan_cells(lesson(LESSONS[0]), "00", edition))  # pages: one per language
+    book = [re.sub(r"\s+", "", page) for page in pdf_page_texts(HANDOUT / "pdf" / f"{edition.name}.pdf")]
+    for path, start in book_lessons(edition):
+        head = re.sub(r"\s+", "", plan_head(path.stem[:2], edition))
+        pages = [
+            re.sub(r"\s+", "", page)
+            for page in pdf_page_texts(HANDOUT / "pdf" / edition.name / lesson_pdf(path.stem, edition))
+        ]
+        assert [head in page for page in pages[: plans + 1]] == [True] * plans + [False], path.name
+        # pages start - plans ... start - 1 hold the plan; the one before ends the last lesson (or the contents)
+        assert [head in page for page in book[start - plans - 2 : start]] == [False] + [True] * plans + [False]
+
+
+@handout
 @pytest.mark.parametrize("edition", EDITIONS, ids=lambda e: e.name)
 def test_every_lesson_of_a_book_starts_at_the_top_of_the_page_its_contents_give(edition):
     needs_pdfs()
@@ -399,10 +451,7 @@ def test_no_page_but_a_lessons_last_is_mostly_empty(edition, tmp_path):
     # Each part (lesson, glossary, answer key) starts a page: the page before a start may end a part early.
     starts = [number for _, number in book_lessons(edition)]
 
-    def part(text: str) -> str | None:  # the part a page's running header names, if it is the glossary or key
-        found = re.search(r"Glossary|术语表|Answer key|答案与讲解", (text.strip().splitlines() or [""])[0])
-        return found and found.group(0)
-
+    part = appendix_part
     starts += [i for i, t in enumerate(texts, start=1) if i > 2 and part(t) and part(t) != part(texts[i - 2])]
     exempt = {1, 2, len(images)} | {start - 1 for start in starts}
     fractions = {i: blank_fraction(image) for i, image in enumerate(images, start=1)}
@@ -718,8 +767,9 @@ def page_faults(pages: list[str], last_pages: set[int]) -> dict[int, str]:
 
 
 def appendix_part(text: str) -> str | None:
-    """The part of the book's appendix (glossary, answer key) a page's running header names, if any."""
-    found = re.search(r"Glossary|术语表|Answer key|答案与讲解", (text.strip().splitlines() or [""])[0])
+    """The part other than a lesson (a teacher's lesson plan, the glossary, the answer key) a page's running header
+    names, if any."""
+    found = re.search(r"Lesson plan|教案|Glossary|术语表|Answer key|答案与讲解", (text.strip().splitlines() or [""])[0])
     return found and found.group(0)
 
 

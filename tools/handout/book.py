@@ -38,6 +38,7 @@ from tools.handout.editions import (
 )
 from tools.handout.export import css_string, export_html, glossary_page, index_page, nav_links, page_css, whole_cells
 from tools.handout.key import answer_key_cells, hints
+from tools.handout.plan import plan_cells, plan_head
 from tools.handout.printing import Printer, part_starts
 
 SCRATCH = ROOT / "build" / "handout"  # what the build and its checks write besides the handouts
@@ -129,6 +130,12 @@ def build_edition(out_dir: Path, lessons: list, edition: Edition, printer: Print
     editions = [edition_notebook(notebook, edition, stem[:2]) for stem, notebook in lessons]
     titles = [(stem[:2], lesson_title(nb, edition.language)) for stem, nb in zip(stems, editions, strict=True)]
     css = page_css(titles, edition)
+    if edition.version == "teacher":  # a lesson plan page before each lesson, on a named page of its own
+        for (stem, source_notebook), notebook in zip(lessons, editions, strict=True):
+            number = stem[:2]
+            notebook.cells[:0] = plan_cells(source_notebook, number, edition)
+            css += f"\n{whole_cells(f'plan-{number}')} {{ page: plan-{number}; }}"
+            css += f"\n@page plan-{number} {{ @top-left {{ content: {css_string(plan_head(number, edition))}; }} }}"
     counts = []
     for index, (stem, notebook) in enumerate(zip(stems, editions, strict=True)):
         page = out_dir / "html" / edition.name / f"{stem}.html"
