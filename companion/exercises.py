@@ -43,6 +43,7 @@ class Mistake:
     what: str  # e.g. "sums over dim=0 instead of dim=1"
     answer: object  # exactly what the notebook would pass to the checker
     hint: str  # a phrase of the English hint: proves the checker names *this* mistake
+    what_zh: str = ""  # `what` in Chinese, for the Chinese teacher's lesson plan
 
 
 @dataclass(frozen=True)

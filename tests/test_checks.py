@@ -9,6 +9,7 @@ import io
 import json
 import pkgutil
 import random
+import re
 from pathlib import Path
 
 import numpy as np
@@ -87,6 +88,15 @@ def test_rows_are_distinct_mistakes_with_more_than_one_hint():
         whats = [m.what for m in exercise.mistakes]
         assert len(set(whats)) == len(whats), f"{row_id((module, exercise))}: a mistake is listed twice"
         assert len({m.hint for m in exercise.mistakes}) >= 3, f"{row_id((module, exercise))}: too few distinct hints"
+
+
+def test_every_mistake_is_named_in_chinese_too():
+    # The Chinese teacher's lesson plan lists the mistakes by `what_zh` (tools/handout/plan.py).
+    for module, exercise in ROWS:
+        for mistake in exercise.mistakes:
+            assert re.search(CJK, mistake.what_zh), f"{row_id((module, exercise))}: {mistake.what!r} has no what_zh"
+        whats = [m.what_zh for m in exercise.mistakes]
+        assert len(set(whats)) == len(whats), f"{row_id((module, exercise))}: two mistakes share a Chinese name"
 
 
 def test_every_checker_has_a_table():

@@ -17,14 +17,14 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from tools.course import CHINESE_CHARACTERS, CJK, NOTEBOOK_DIR, ROOT, lesson_files, tags
+from tools.course import CHINESE_CHARACTERS, CJK, NOTEBOOK_DIR, ROOT, exercise_tables, lesson_files, tags
 from tools.handout.bundle import bundle_leaks, reference_answers, student_bundle
 from tools.handout.editions import EDITIONS, WORDS, Edition, edition_notebook, lesson_pdf, lesson_title, word
 from tools.handout.export import index_page, page_css
 from tools.handout.key import join_chinese_lines
 from tools.handout.plan import plan_cells, plan_head, plan_text, sections
 from tools.handout.printing import CHROMIUM_ARGS, find_chromium
-from tools.lesson_copies import answer_lines
+from tools.lesson_copies import answer_lines, exercises
 
 LESSONS = lesson_files()
 HANDOUT = Path(os.environ.get("HANDOUT_DIR", ROOT / "handout"))
@@ -140,6 +140,8 @@ def test_a_lesson_plan_is_in_the_editions_language_and_not_taken_for_the_lesson(
     assert "check_inverse_permutation" in english and "returns perm itself" in english
     assert "Lesson plan" in english and not re.search(CJK, english.replace("·", ""))
     assert "教案" in chinese and "returns perm itself" not in chinese and "Objectives" not in chinese
+    mistakes = exercise_tables()["check_inverse_permutation"].mistakes
+    assert all(m.what_zh in chinese and m.what in english for m in mistakes)
     assert [len(plan_cells(notebook, "03", Edition(language, "teacher"))) for language in ("en", "bilingual")] == [1, 2]
     for edition in EDITIONS:  # the book finds a lesson's first page by its title in the running header
         assert "scatter" not in plan_head("03", edition)
@@ -395,17 +397,17 @@ def book_lessons(edition) -> list[tuple[Path, int]]:
 
 @handout
 @pytest.mark.parametrize("edition", [e for e in EDITIONS if e.version == "teacher"], ids=lambda e: e.name)
-def test_each_teacher_lesson_opens_with_its_one_page_plan_and_the_book_keeps_it(edition):
+def test_each_teacher_lesson_pdf_is_a_pack_plan_lesson_key_and_the_book_keeps_the_plan(edition):
     needs_pdfs()
     plans = len(plan_cells(lesson(LESSONS[0]), "00", edition))  # pages: one per language
+    key = re.sub(r"\s+", "", word(edition, "key"))
     book = [re.sub(r"\s+", "", page) for page in pdf_page_texts(HANDOUT / "pdf" / f"{edition.name}.pdf")]
     for path, start in book_lessons(edition):
         head = re.sub(r"\s+", "", plan_head(path.stem[:2], edition))
-        pages = [
-            re.sub(r"\s+", "", page)
-            for page in pdf_page_texts(HANDOUT / "pdf" / edition.name / lesson_pdf(path.stem, edition))
-        ]
-        assert [head in page for page in pages[: plans + 1]] == [True] * plans + [False], path.name
+        texts = pdf_page_texts(HANDOUT / "pdf" / edition.name / lesson_pdf(path.stem, edition))
+        headers = [re.sub(r"\s+", "", "".join(text.splitlines()[:2])) for text in texts]
+        assert [head in header for header in headers[: plans + 1]] == [True] * plans + [False], path.name
+        assert (key in headers[-1]) == bool(exercises(lesson(path))), path.name  # then the lesson's answer key
         # pages start - plans ... start - 1 hold the plan; the one before ends the last lesson (or the contents)
         assert [head in page for page in book[start - plans - 2 : start]] == [False] + [True] * plans + [False]
 
@@ -689,7 +691,13 @@ def test_every_pdf_has_bookmarks_for_each_lesson_and_section(edition):
         pdf = HANDOUT / "pdf" / edition.name / lesson_pdf(path.stem, edition)
         found = [(depth, squeezed_title(title)) for depth, title in outline(pdf)]
         # (Chromium may repeat a heading's text in its bookmark: '读笔记里的代码读笔记里的代码')
-        assert same_bookmarks(found, expected), (pdf.name, found[:3], expected[:3])
+        assert same_bookmarks(found[: len(expected)], expected), (pdf.name, found[:3], expected[:3])
+        after = found[len(expected) :]  # a teacher's lesson PDF ends with the lesson's answer key
+        if edition.version == "teacher" and exercises(lesson(path)):
+            key = squeezed_title(WORDS["zh" if edition.language == "zh" else "en"]["key"])
+            assert after[0][0] == 1 and after[0][1].startswith(key) and len(after) == 1 + len(exercises(lesson(path)))
+        else:
+            assert after == [], (pdf.name, after[:3])
         start = book.index(found[0])  # in the book, the lesson's bookmarks in the same order
         assert same_bookmarks(book[start : start + len(expected)], expected), path.name
     tops = [title for depth, title in book if depth == 1]
@@ -754,12 +762,14 @@ LABELS = re.compile(
 
 def page_faults(pages: list[str], last_pages: set[int]) -> dict[int, str]:
     """The pages (numbered from 1; the cover and contents of a book left out by the caller through `pages`) that
-    hold fewer than 4 lines of text, except the last page of a lesson or part, and those whose last line is an
+    hold no text, or fewer than 4 lines except the last page of a lesson or part, and those whose last line is an
     exercise's label ('Your answer', 'Solution', 'Self-check', ...) with what it names on the next page."""
     faults = {}
     for number, text in enumerate(pages, start=1):
         lines = body_lines([text])
-        if len(lines) < 4 and number not in last_pages:
+        if not lines:  # even a last page: blank but for its header and number
+            faults[number] = "blank"
+        elif len(lines) < 4 and number not in last_pages:
             faults[number] = f"{len(lines)} lines: {lines}"
         elif lines and LABELS.match(lines[-1].strip()):
             faults[number] = f"ends with a label: {lines[-1].strip()[:40]}"
@@ -778,6 +788,7 @@ def test_a_widow_page_and_a_stranded_label_are_found():
     full = page.format(n=1, text="a\nb\nc\nd")
     pages = [full, page.format(n=2, text="么。"), full, page.format(n=4, text="a\nb\nc\nYour answer"), "1 / 9\nend"]
     assert page_faults(pages, {5}) == {2: "1 lines: ['么。']", 4: "ends with a label: Your answer"}
+    assert page_faults([full, page.format(n=2, text="")], {2}) == {2: "blank"}
 
 
 @handout
@@ -788,7 +799,9 @@ def test_no_page_holds_a_widow_or_ends_with_a_label(edition):
     for path in LESSONS:
         pdf = HANDOUT / "pdf" / edition.name / lesson_pdf(path.stem, edition)
         pages = pdf_page_texts(pdf)
-        faults |= {f"{pdf.name} p. {n}": fault for n, fault in page_faults(pages, {len(pages)}).items()}
+        parts = [appendix_part(text) for text in pages]  # a teacher's: plan, lesson, key, each may end short
+        ends = {n for n in range(1, len(pages)) if parts[n] != parts[n - 1]} | {len(pages)}
+        faults |= {f"{pdf.name} p. {n}": fault for n, fault in page_faults(pages, ends).items()}
     pages = pdf_page_texts(HANDOUT / "pdf" / f"{edition.name}.pdf")
     parts = [appendix_part(text) for text in pages]
     starts = {number for _, number in book_lessons(edition)}

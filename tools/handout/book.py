@@ -7,6 +7,7 @@ read back from the PDF's running headers, and the contents are corrected and pri
 until they agree.
 """
 
+import copy
 import datetime
 import html
 import json
@@ -40,6 +41,7 @@ from tools.handout.export import css_string, export_html, glossary_page, index_p
 from tools.handout.key import answer_key_cells, hints
 from tools.handout.plan import plan_cells, plan_head
 from tools.handout.printing import Printer, part_starts
+from tools.lesson_copies import exercises
 
 SCRATCH = ROOT / "build" / "handout"  # what the build and its checks write besides the handouts
 PRINTERS = 2  # editions built side by side, each by its own Chromium: printing, not Python, takes the time
@@ -48,7 +50,6 @@ BOOK_CSS = f"""
 {whole_cells("lesson-cover")} {{ page: cover; }}
 @page cover {{ @top-left {{ content: none; }} @top-right {{ content: none; }} @bottom-center {{ content: none; }} }}
 {whole_cells("lesson-glossary")} {{ page: glossary; }}
-{whole_cells("lesson-key")} {{ page: answer-key; }}
 """
 
 
@@ -136,12 +137,18 @@ def build_edition(out_dir: Path, lessons: list, edition: Edition, printer: Print
             notebook.cells[:0] = plan_cells(source_notebook, number, edition)
             css += f"\n{whole_cells(f'plan-{number}')} {{ page: plan-{number}; }}"
             css += f"\n@page plan-{number} {{ @top-left {{ content: {css_string(plan_head(number, edition))}; }} }}"
+        css += f"\n{whole_cells('lesson-key')} {{ page: answer-key; }}"
+        css += f"\n@page answer-key {{ @top-left {{ content: {css_string(word(edition, 'key'))}; }} }}"
     counts = []
     for index, (stem, notebook) in enumerate(zip(stems, editions, strict=True)):
         page = out_dir / "html" / edition.name / f"{stem}.html"
         page.parent.mkdir(parents=True, exist_ok=True)
         title = f"{plain(lesson_title(notebook, edition.language))} · {edition.title}"  # the PDF's title too
-        page.write_text(export_html(notebook, edition, title, "../../", css, nav_links(stems, index, edition)))
+        alone = notebook
+        if edition.version == "teacher" and exercises(notebook):  # the teacher's pack: plan, lesson, its answer key
+            alone = copy.copy(notebook)
+            alone.cells = notebook.cells + answer_key_cells([(stem[:2], notebook)], edition)
+        page.write_text(export_html(alone, edition, title, "../../", css, nav_links(stems, index, edition)))
         if printer:
             counts.append(printer.print(page, out_dir / "pdf" / edition.name / lesson_pdf(stem, edition)))
     appendix = glossary_cells(edition)
@@ -161,7 +168,7 @@ def build_edition(out_dir: Path, lessons: list, edition: Edition, printer: Print
         + BOOK_CSS
         + "".join(
             f"@page {page} {{ @top-left {{ content: {css_string(word(edition, key))}; }} }}\n"
-            for page, key in (("glossary", "glossary"), ("answer-key", "key"))
+            for page, key in (("glossary", "glossary"),)
         )
     )
     book = nbformat.v4.new_notebook(metadata=lessons[0][1].metadata)

@@ -76,14 +76,14 @@ def sections(notebook: nbformat.NotebookNode) -> list[dict]:
 
 
 def misconceptions(notebook: nbformat.NotebookNode, language: str) -> list[tuple[str, list[str], str]]:
-    """Per exercise: its checker, the typical wrong answers its table names (the table's English words) and the
-    discussion question in `language`."""
+    """Per exercise: its checker, the typical wrong answers its table names and the discussion question, in
+    `language`."""
     tables, found = exercise_tables(), []
     for _, check in exercises(notebook):
         name = CHECK_CALL.findall(source(notebook.cells[check]))[-1]
         exercise = tables.get(name)
         if exercise is not None:
-            said = [mistake.what for mistake in exercise.mistakes]
+            said = [mistake.what if language == "en" else mistake.what_zh for mistake in exercise.mistakes]
             found.append((name, said, exercise.discuss if language == "en" else exercise.discuss_zh))
     return found
 
@@ -106,10 +106,8 @@ def plan_text(notebook: nbformat.NotebookNode, number: str, language: str) -> st
     found = misconceptions(notebook, language)
     if found:
         lines += ["", f"**{words['catch']}**", ""]
-        if language == "en":
-            lines += [f"- `{name}`: {'; '.join(said)}" for name, said, _ in found]
-        else:  # the tables name mistakes in English; the Chinese hints themselves are in the answer key
-            lines += [f"- `{name}`：{len(said)} 种常见错误，每种的提示见答案与讲解" for name, said, _ in found]
+        separator, colon = ("; ", ": ") if language == "en" else ("；", "：")
+        lines += [f"- `{name}`{colon}{separator.join(said)}" for name, said, _ in found]
         questions = [question for _, _, question in found if question]
         if questions:
             lines += ["", f"**{words['discuss']}**", ""] + [f"- {question}" for question in questions]

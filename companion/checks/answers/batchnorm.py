@@ -178,18 +178,62 @@ EXERCISES = [
         check=check_group_norm,
         reference=_reference_group_norm,
         mistakes=(
-            Mistake("unbiased variance", _mistake_unbiased, "n - 1"),
-            Mistake("eps outside the square root", _mistake_eps_after_root, "inside the square root"),
-            Mistake("forgets eps", _mistake_no_eps, "add eps"),
-            Mistake("reduces over the batch too", _mistake_over_the_batch, "leave the batch"),
-            Mistake("interleaved groups: reshape (N, C // G, G, H, W)", _mistake_interleaved_groups, "consecutive"),
-            Mistake("per channel (instance norm)", lambda x, g, eps: F.instance_norm(x, eps=eps), "on its own"),
-            Mistake("ignores groups (LayerNorm over C, H, W)", _mistake_layer_norm, "as LayerNorm does"),
-            Mistake("calls the forbidden F.group_norm", _mistake_calls_group_norm, "switches those off"),
-            Mistake("builds an nn.GroupNorm", _mistake_builds_nn_group_norm, "switches those off"),
-            Mistake("computes in float32 whatever x's dtype", _mistake_in_float32, "keeps its input's dtype"),
-            Mistake("x.view on an input that is not contiguous", _mistake_view, "a reshape copies"),
-            Mistake("normalises x in place", _mistake_in_place, "changed its argument number 1"),
+            Mistake("unbiased variance", _mistake_unbiased, "n - 1", what_zh="用了无偏方差"),
+            Mistake(
+                "eps outside the square root",
+                _mistake_eps_after_root,
+                "inside the square root",
+                what_zh="eps 加在平方根外面",
+            ),
+            Mistake("forgets eps", _mistake_no_eps, "add eps", what_zh="漏加 eps"),
+            Mistake(
+                "reduces over the batch too", _mistake_over_the_batch, "leave the batch", what_zh="连批这一维也一起归约"
+            ),
+            Mistake(
+                "interleaved groups: reshape (N, C // G, G, H, W)",
+                _mistake_interleaved_groups,
+                "consecutive",
+                what_zh="通道交错分组：变形为 (N, C // G, G, H, W)",
+            ),
+            Mistake(
+                "per channel (instance norm)",
+                lambda x, g, eps: F.instance_norm(x, eps=eps),
+                "on its own",
+                what_zh="逐通道归一化（即实例归一化）",
+            ),
+            Mistake(
+                "ignores groups (LayerNorm over C, H, W)",
+                _mistake_layer_norm,
+                "as LayerNorm does",
+                what_zh="忽略分组（在 C、H、W 上做 LayerNorm）",
+            ),
+            Mistake(
+                "calls the forbidden F.group_norm",
+                _mistake_calls_group_norm,
+                "switches those off",
+                what_zh="调用了禁止使用的 F.group_norm",
+            ),
+            Mistake(
+                "builds an nn.GroupNorm",
+                _mistake_builds_nn_group_norm,
+                "switches those off",
+                what_zh="直接构造 nn.GroupNorm",
+            ),
+            Mistake(
+                "computes in float32 whatever x's dtype",
+                _mistake_in_float32,
+                "keeps its input's dtype",
+                what_zh="不管 x 是什么数据类型，一律用 float32 计算",
+            ),
+            Mistake(
+                "x.view on an input that is not contiguous",
+                _mistake_view,
+                "a reshape copies",
+                what_zh="对内存不连续的输入调用 x.view",
+            ),
+            Mistake(
+                "normalises x in place", _mistake_in_place, "changed its argument number 1", what_zh="原地归一化 x"
+            ),
         ),
         right=(_right_var_mean_rsqrt, _right_group_norm_in_float64),
         why="GroupNorm reduces over each sample's group of channels and its positions, so its output for one sample "
@@ -202,16 +246,53 @@ EXERCISES = [
         check=check_fuse_conv_bn,
         reference=_reference_fuse,
         mistakes=(
-            Mistake("forgets eps", _wrong_fuse(eps=False), "add eps to running_var"),
-            Mistake("eps outside the square root", _wrong_fuse(eps_inside=False), "eps goes inside"),
-            Mistake("divides by the variance", _wrong_fuse(sqrt=False), "standard deviation"),
-            Mistake("shift not scaled", _wrong_fuse(scale_shift=False), "shift passes through"),
-            Mistake("conv bias scaled, running_mean not", _wrong_fuse(scale_mean=False), "scaled as well"),
-            Mistake("leaves out bn.bias", _wrong_fuse(bn_bias=False), "its own bias (beta)"),
-            Mistake("drops the conv's bias", _wrong_fuse(conv_bias=False), "conv's own bias"),
-            Mistake("scales the input channels", _wrong_fuse(per_output=False), "OUTPUT channels"),
-            Mistake("scales conv.weight in place", _mistake_fuse_in_place, "changed its argument number 1"),
-            Mistake("returns float32 whatever the layers' dtype", _mistake_fuse_in_float32, "keeps the layers' dtype"),
+            Mistake("forgets eps", _wrong_fuse(eps=False), "add eps to running_var", what_zh="漏加 eps"),
+            Mistake(
+                "eps outside the square root",
+                _wrong_fuse(eps_inside=False),
+                "eps goes inside",
+                what_zh="eps 加在平方根外面",
+            ),
+            Mistake(
+                "divides by the variance", _wrong_fuse(sqrt=False), "standard deviation", what_zh="除以方差而不是标准差"
+            ),
+            Mistake(
+                "shift not scaled",
+                _wrong_fuse(scale_shift=False),
+                "shift passes through",
+                what_zh="偏移量没有乘缩放系数",
+            ),
+            Mistake(
+                "conv bias scaled, running_mean not",
+                _wrong_fuse(scale_mean=False),
+                "scaled as well",
+                what_zh="缩放了卷积偏置，却没缩放 running_mean",
+            ),
+            Mistake("leaves out bn.bias", _wrong_fuse(bn_bias=False), "its own bias (beta)", what_zh="漏掉 bn.bias"),
+            Mistake(
+                "drops the conv's bias",
+                _wrong_fuse(conv_bias=False),
+                "conv's own bias",
+                what_zh="丢掉了卷积层自己的偏置",
+            ),
+            Mistake(
+                "scales the input channels",
+                _wrong_fuse(per_output=False),
+                "OUTPUT channels",
+                what_zh="按输入通道缩放，而不是输出通道",
+            ),
+            Mistake(
+                "scales conv.weight in place",
+                _mistake_fuse_in_place,
+                "changed its argument number 1",
+                what_zh="原地缩放 conv.weight",
+            ),
+            Mistake(
+                "returns float32 whatever the layers' dtype",
+                _mistake_fuse_in_float32,
+                "keeps the layers' dtype",
+                what_zh="不管各层是什么数据类型，一律返回 float32",
+            ),
         ),
         right=(_right_einsum, _right_torch_fusion, _right_fuse_in_float64),
         why="In evaluation mode BatchNorm is a fixed affine map per channel, and an affine map after a convolution "

@@ -128,16 +128,34 @@ EXERCISES = [
         check=check_pool_output_length,
         reference=_pool_reference,
         mistakes=(
-            Mistake("ignores ceil_mode: always rounds down", _pool_floor_always, "rounds the division up"),
+            Mistake(
+                "ignores ceil_mode: always rounds down",
+                _pool_floor_always,
+                "rounds the division up",
+                what_zh="忽略 ceil_mode：总是向下取整",
+            ),
             Mistake(
                 "rounds up but keeps a window that starts in the padding",
                 _pool_ceil_without_the_last_window_rule,
                 "start in the right padding",
+                what_zh="向上取整，却多算了一个从填充区开始的窗口",
             ),
-            Mistake("rounds up with (steps + s) // s", _pool_ceil_one_too_many, "divides L + 2p - k exactly"),
-            Mistake("pads one side only: L + p", _pool_padding_once, "both sides"),
-            Mistake("forgets the first window: no + 1", _pool_no_plus_one, "count the first window"),
-            Mistake("returns a float: / instead of //", _pool_float, "return an int"),
+            Mistake(
+                "rounds up with (steps + s) // s",
+                _pool_ceil_one_too_many,
+                "divides L + 2p - k exactly",
+                what_zh="用 (steps + s) // s 向上取整",
+            ),
+            Mistake("pads one side only: L + p", _pool_padding_once, "both sides", what_zh="只算了一侧的填充：L + p"),
+            Mistake(
+                "forgets the first window: no + 1",
+                _pool_no_plus_one,
+                "count the first window",
+                what_zh="漏掉第一个窗口：少了 + 1",
+            ),
+            Mistake(
+                "returns a float: / instead of //", _pool_float, "return an int", what_zh="返回浮点数：用了 / 而不是 //"
+            ),
         ),
         right=(_right_pool_math_ceil, _right_pool_full_then_partial),
         why="Pooling slides a window like a convolution, so the conv formula holds with d = 1 and the stride "
@@ -151,14 +169,44 @@ EXERCISES = [
         check=check_causal_conv1d,
         reference=_causal_conv1d,
         mistakes=(
-            Mistake("padding='same'", _causal_same_padding, "sees later steps of x"),
-            Mistake("pads on the right: F.pad(x, (0, reach))", _causal_padded_on_the_right, "(left, right)"),
-            Mistake("pads both ends, keeps the last L steps", _causal_last_steps_kept, "(left, right)"),
-            Mistake("pads both ends, keeps every step", _causal_both_ends_uncropped, "pads both ends"),
-            Mistake("pads k - 1, not d(k - 1)", _causal_padding_ignores_dilation, "not k ="),
-            Mistake("forgets dilation= in F.conv1d", _causal_conv_without_dilation, "pass dilation="),
-            Mistake("flips the kernel", _causal_flipped_kernel, "the kernel is flipped"),
-            Mistake("replicate padding", _causal_replicate_padding, "repeats x's first value"),
+            Mistake("padding='same'", _causal_same_padding, "sees later steps of x", what_zh="用 padding='same'"),
+            Mistake(
+                "pads on the right: F.pad(x, (0, reach))",
+                _causal_padded_on_the_right,
+                "(left, right)",
+                what_zh="在右侧填充：F.pad(x, (0, reach))",
+            ),
+            Mistake(
+                "pads both ends, keeps the last L steps",
+                _causal_last_steps_kept,
+                "(left, right)",
+                what_zh="两端都填充，保留最后 L 步",
+            ),
+            Mistake(
+                "pads both ends, keeps every step",
+                _causal_both_ends_uncropped,
+                "pads both ends",
+                what_zh="两端都填充，所有步都保留",
+            ),
+            Mistake(
+                "pads k - 1, not d(k - 1)",
+                _causal_padding_ignores_dilation,
+                "not k =",
+                what_zh="填充 k - 1 个，而不是 d(k - 1) 个",
+            ),
+            Mistake(
+                "forgets dilation= in F.conv1d",
+                _causal_conv_without_dilation,
+                "pass dilation=",
+                what_zh="F.conv1d 里漏传 dilation=",
+            ),
+            Mistake("flips the kernel", _causal_flipped_kernel, "the kernel is flipped", what_zh="把卷积核翻转了"),
+            Mistake(
+                "replicate padding",
+                _causal_replicate_padding,
+                "repeats x's first value",
+                what_zh="用 replicate 模式填充",
+            ),
         ),
         right=(_right_causal_cropped, _right_causal_conv2d, _right_causal_by_taps),
         why="F.conv1d's window for output step t starts at padded step t; with all d(k-1) zeros before step 0 "

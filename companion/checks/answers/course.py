@@ -96,16 +96,52 @@ EXERCISES = [
         check=check_repeatable_draws,
         reference=_reference,
         mistakes=(
-            Mistake("returns one draw twice", _one_draw_returned_twice, "returned one draw twice"),
-            Mistake("one draw and a clone of it", _one_draw_and_a_copy, "a copy of the first"),
-            Mistake("seeds once, draws twice", _no_reseed, "The two draws differ"),
-            Mistake("seeds with two different numbers", _two_seeds, "The two draws differ"),
-            Mistake("two tensors of ones", _constants, "All three numbers are the same"),
-            Mistake("two constant tensors written out", _written_out, "not drawn by torch.randn(3)"),
-            Mistake("a torch.arange pair", _arange_pair, "not drawn by torch.randn(3)"),
-            Mistake("torch.rand instead of torch.randn", _uniform, "torch.rand draws uniformly"),
-            Mistake("no seed inside the function", _seeded_outside, "seed inside the function"),
-            Mistake("saves and restores the generator's state", _state_restored_between, "seed inside the function"),
+            Mistake(
+                "returns one draw twice",
+                _one_draw_returned_twice,
+                "returned one draw twice",
+                what_zh="把同一次抽样返回两次",
+            ),
+            Mistake(
+                "one draw and a clone of it",
+                _one_draw_and_a_copy,
+                "a copy of the first",
+                what_zh="只抽一次，再返回它的克隆",
+            ),
+            Mistake(
+                "seeds once, draws twice", _no_reseed, "The two draws differ", what_zh="只设一次随机种子，却抽样两次"
+            ),
+            Mistake(
+                "seeds with two different numbers", _two_seeds, "The two draws differ", what_zh="两次设了不同的随机种子"
+            ),
+            Mistake("two tensors of ones", _constants, "All three numbers are the same", what_zh="两个全 1 张量"),
+            Mistake(
+                "two constant tensors written out",
+                _written_out,
+                "not drawn by torch.randn(3)",
+                what_zh="直接写出两个常数张量",
+            ),
+            Mistake(
+                "a torch.arange pair", _arange_pair, "not drawn by torch.randn(3)", what_zh="一对 torch.arange 张量"
+            ),
+            Mistake(
+                "torch.rand instead of torch.randn",
+                _uniform,
+                "torch.rand draws uniformly",
+                what_zh="用了 torch.rand 而不是 torch.randn",
+            ),
+            Mistake(
+                "no seed inside the function",
+                _seeded_outside,
+                "seed inside the function",
+                what_zh="函数内部没有设随机种子",
+            ),
+            Mistake(
+                "saves and restores the generator's state",
+                _state_restored_between,
+                "seed inside the function",
+                what_zh="保存再恢复随机数生成器的状态",
+            ),
         ),
         why="Seeding resets the generator, so the draw after each seed is the same sequence of numbers.",
         why_zh="设种子会把随机数生成器重置到同一个状态，所以每次设种子之后抽到的都是同一串数。",

@@ -106,19 +106,57 @@ EXERCISES = [
         reference=_reference,
         mistakes=(
             Mistake(
-                "pad_sequence without batch_first: (longest, batch)", _mistake_time_first, "put the batch dimension"
+                "pad_sequence without batch_first: (longest, batch)",
+                _mistake_time_first,
+                "put the batch dimension",
+                what_zh="pad_sequence 没加 batch_first：形状成了 (longest, batch)",
             ),
-            Mistake("pads every batch to one fixed length", _mistake_fixed_length, "not to a fixed length"),
-            Mistake("leaves the labels as a tuple", _mistake_labels_as_a_tuple, "return the labels as a tensor"),
-            Mistake("lengths measured after padding", _mistake_lengths_after_padding, "the lengths before padding"),
-            Mistake("lengths as (padded != 0).sum(1)", _mistake_lengths_from_non_zeros, "the token 0 itself"),
-            Mistake("lengths as floats", _mistake_float_lengths, "keep an integer dtype"),
-            Mistake("sorts the sequences by length, not the labels", _mistake_sorted_by_length, "in another order"),
-            Mistake("pads with -1 where the lesson's padding is 0", _mistake_padded_with_minus_one, "then 0 up to"),
-            Mistake("float32 labels", _mistake_float32_labels, "wants class numbers as int64"),
-            Mistake("int32 labels", _mistake_int32_labels, "wants class numbers as int64"),
             Mistake(
-                "pads the samples in the list it was given", _mistake_pads_in_place, "changed its argument number 1"
+                "pads every batch to one fixed length",
+                _mistake_fixed_length,
+                "not to a fixed length",
+                what_zh="每一批都填充到同一个固定长度",
+            ),
+            Mistake(
+                "leaves the labels as a tuple",
+                _mistake_labels_as_a_tuple,
+                "return the labels as a tensor",
+                what_zh="标签仍是元组，没转成张量",
+            ),
+            Mistake(
+                "lengths measured after padding",
+                _mistake_lengths_after_padding,
+                "the lengths before padding",
+                what_zh="长度是在填充之后量的",
+            ),
+            Mistake(
+                "lengths as (padded != 0).sum(1)",
+                _mistake_lengths_from_non_zeros,
+                "the token 0 itself",
+                what_zh="用 (padded != 0).sum(1) 计算长度",
+            ),
+            Mistake("lengths as floats", _mistake_float_lengths, "keep an integer dtype", what_zh="长度用了浮点数"),
+            Mistake(
+                "sorts the sequences by length, not the labels",
+                _mistake_sorted_by_length,
+                "in another order",
+                what_zh="按长度给序列排了序，标签却没跟着排",
+            ),
+            Mistake(
+                "pads with -1 where the lesson's padding is 0",
+                _mistake_padded_with_minus_one,
+                "then 0 up to",
+                what_zh="用 -1 填充，而课上的填充值是 0",
+            ),
+            Mistake(
+                "float32 labels", _mistake_float32_labels, "wants class numbers as int64", what_zh="标签是 float32"
+            ),
+            Mistake("int32 labels", _mistake_int32_labels, "wants class numbers as int64", what_zh="标签是 int32"),
+            Mistake(
+                "pads the samples in the list it was given",
+                _mistake_pads_in_place,
+                "changed its argument number 1",
+                what_zh="在传入的列表里原地填充样本",
             ),
         ),
         right=(_right_manual_loop_as_a_list, _right_f_pad_and_stack),

@@ -210,16 +210,48 @@ EXERCISES = [
         check=check_bce_with_logits,
         reference=_bce_with_logits,
         mistakes=(
-            Mistake("sigmoid, then log", _bce_sigmoid_then_log, "F.logsigmoid(z) and"),
-            Mistake("-log(1 + exp(-z)) typed as written", _bce_log1p_exp_as_written, "exp(200) overflows"),
-            Mistake("sigmoid, then a log clamped at -100 like BCELoss", _bce_clamped_like_bce_loss, "clamped at -100"),
-            Mistake("forgets pos_weight", _bce_without_pos_weight, "leaves out pos_weight"),
-            Mistake("pos_weight on both terms", _bce_pos_weight_on_both_terms, "multiplies both terms"),
             Mistake(
-                "pos_weight on the negative term", _bce_pos_weight_on_the_negatives, "term of the negative targets"
+                "sigmoid, then log", _bce_sigmoid_then_log, "F.logsigmoid(z) and", what_zh="先算 sigmoid，再取对数"
             ),
-            Mistake("sums over the classes", _bce_summed_over_classes, "sums over the classes"),
-            Mistake("calls F.binary_cross_entropy_with_logits", _bce_calls_torch, "without any BCE function"),
+            Mistake(
+                "-log(1 + exp(-z)) typed as written",
+                _bce_log1p_exp_as_written,
+                "exp(200) overflows",
+                what_zh="照公式原样写 -log(1 + exp(-z))",
+            ),
+            Mistake(
+                "sigmoid, then a log clamped at -100 like BCELoss",
+                _bce_clamped_like_bce_loss,
+                "clamped at -100",
+                what_zh="先算 sigmoid，再像 BCELoss 那样取对数并截断在 -100",
+            ),
+            Mistake(
+                "forgets pos_weight", _bce_without_pos_weight, "leaves out pos_weight", what_zh="漏掉了 pos_weight"
+            ),
+            Mistake(
+                "pos_weight on both terms",
+                _bce_pos_weight_on_both_terms,
+                "multiplies both terms",
+                what_zh="两项都乘上了 pos_weight",
+            ),
+            Mistake(
+                "pos_weight on the negative term",
+                _bce_pos_weight_on_the_negatives,
+                "term of the negative targets",
+                what_zh="pos_weight 乘在了负标签那一项上",
+            ),
+            Mistake(
+                "sums over the classes",
+                _bce_summed_over_classes,
+                "sums over the classes",
+                what_zh="先对类别求和，再对样本取平均",
+            ),
+            Mistake(
+                "calls F.binary_cross_entropy_with_logits",
+                _bce_calls_torch,
+                "without any BCE function",
+                what_zh="直接调用 F.binary_cross_entropy_with_logits",
+            ),
         ),
         right=(_right_bce_log1p_form, _right_bce_softplus, _right_bce_in_float64),
         why="log(sigmoid(z)) = -log(1 + exp(-z)) is computed by logsigmoid without ever forming sigmoid(z), so it "
@@ -233,19 +265,73 @@ EXERCISES = [
         check=check_pixel_cross_entropy_grad,
         reference=_pixel_cross_entropy_grad,
         mistakes=(
-            Mistake("one-hot minus softmax: the sign flipped", _grad_sign_flipped, "the sign is wrong"),
-            Mistake("softmax over the last dimension", _grad_softmax_last_dim, "the softmax over dimension 1"),
-            Mistake("never reads ignore_index (target >= 0)", _grad_never_reads_ignore_index, "never reads"),
-            Mistake("ignored pixels masked in the divisor only", _grad_ignored_not_masked, "ignored pixels"),
-            Mistake("divides by N, as for (N, C) logits", _grad_divided_by_batch_size, "N, the batch size"),
-            Mistake("divides by the kept count, not the weights", _grad_divided_by_kept_count, "number of kept"),
-            Mistake("leaves out the class weights", _grad_without_weights, "leaves out the class weights"),
-            Mistake("weight on the one-hot part only", _grad_weight_on_one_hot_only, "scales the whole loss"),
-            Mistake("weight[c] on class c's row, not weight[target]", _grad_weight_per_class, "scales the whole loss"),
-            Mistake("0 / 0 when every pixel is ignored", _grad_unguarded, "every pixel is ignored"),
-            Mistake("softmax by hand: exp overflows", _grad_exp_by_hand, "exp overflows"),
-            Mistake("asks autograd", _grad_by_autograd, "without autograd"),
-            Mistake("classes moved last", _grad_classes_last, "classes in dimension 1"),
+            Mistake(
+                "one-hot minus softmax: the sign flipped",
+                _grad_sign_flipped,
+                "the sign is wrong",
+                what_zh="写成独热减 softmax：符号反了",
+            ),
+            Mistake(
+                "softmax over the last dimension",
+                _grad_softmax_last_dim,
+                "the softmax over dimension 1",
+                what_zh="沿最后一个维度做 softmax",
+            ),
+            Mistake(
+                "never reads ignore_index (target >= 0)",
+                _grad_never_reads_ignore_index,
+                "never reads",
+                what_zh="没有用到 ignore_index（只判断 target >= 0）",
+            ),
+            Mistake(
+                "ignored pixels masked in the divisor only",
+                _grad_ignored_not_masked,
+                "ignored pixels",
+                what_zh="被忽略的像素只从分母中剔除",
+            ),
+            Mistake(
+                "divides by N, as for (N, C) logits",
+                _grad_divided_by_batch_size,
+                "N, the batch size",
+                what_zh="照 (N, C) 形状 logit 的做法除以 N",
+            ),
+            Mistake(
+                "divides by the kept count, not the weights",
+                _grad_divided_by_kept_count,
+                "number of kept",
+                what_zh="除以保留的像素数，而不是权重之和",
+            ),
+            Mistake(
+                "leaves out the class weights",
+                _grad_without_weights,
+                "leaves out the class weights",
+                what_zh="漏掉了类别权重",
+            ),
+            Mistake(
+                "weight on the one-hot part only",
+                _grad_weight_on_one_hot_only,
+                "scales the whole loss",
+                what_zh="权重只乘在独热那一部分上",
+            ),
+            Mistake(
+                "weight[c] on class c's row, not weight[target]",
+                _grad_weight_per_class,
+                "scales the whole loss",
+                what_zh="类别 c 那一行乘 weight[c]，而不是 weight[target]",
+            ),
+            Mistake(
+                "0 / 0 when every pixel is ignored",
+                _grad_unguarded,
+                "every pixel is ignored",
+                what_zh="所有像素都被忽略时出现 0 / 0",
+            ),
+            Mistake(
+                "softmax by hand: exp overflows", _grad_exp_by_hand, "exp overflows", what_zh="手写 softmax：exp 上溢"
+            ),
+            Mistake("asks autograd", _grad_by_autograd, "without autograd", what_zh="借助自动求导来算梯度"),
+            Mistake(
+                "classes moved last", _grad_classes_last, "classes in dimension 1", what_zh="把类别挪到了最后一个维度"
+            ),
         ),
         right=(_right_grad_rows, _right_grad_float64_clamped, _right_grad_where),
         why="Each kept pixel is a sample with loss weight[y] * -log p_y; the mean divides by the constant sum of "

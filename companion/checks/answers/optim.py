@@ -183,21 +183,55 @@ EXERCISES = [
         check=check_adam_update,
         reference=_reference_adam_update,
         mistakes=(
-            Mistake("no bias correction", _adam_without_bias_correction, "there is no bias correction"),
             Mistake(
-                "eps before the bias correction (the notes)", _adam_with_the_notes_eps, "before the bias correction"
-            ),
-            Mistake("eps inside the square root", _adam_with_eps_inside_the_sqrt, "inside the square root"),
-            Mistake(
-                "moments rebound, not updated in place", _adam_rebinding_the_moments, "Update the moments in place"
+                "no bias correction",
+                _adam_without_bias_correction,
+                "there is no bias correction",
+                what_zh="没有做偏差修正",
             ),
             Mistake(
-                "step counted from 0 (step + 1 in the corrections)", _adam_counting_steps_from_zero, "one step ahead"
+                "eps before the bias correction (the notes)",
+                _adam_with_the_notes_eps,
+                "before the bias correction",
+                what_zh="eps 加在偏差修正之前（学习笔记的写法）",
             ),
-            Mistake("betas hard-coded, the argument ignored", _adam_with_fixed_betas, "from the `betas` argument"),
-            Mistake("squares grad in place", _adam_squaring_grad_in_place, "changed grad in place"),
-            Mistake("|g| instead of g*g in v", _adam_with_abs_gradient, "exp_avg_sq differs"),
-            Mistake("called instead of passed", None, "without ()"),
+            Mistake(
+                "eps inside the square root",
+                _adam_with_eps_inside_the_sqrt,
+                "inside the square root",
+                what_zh="eps 放进了平方根里",
+            ),
+            Mistake(
+                "moments rebound, not updated in place",
+                _adam_rebinding_the_moments,
+                "Update the moments in place",
+                what_zh="两个矩被重新赋值为新张量，没有原地更新",
+            ),
+            Mistake(
+                "step counted from 0 (step + 1 in the corrections)",
+                _adam_counting_steps_from_zero,
+                "one step ahead",
+                what_zh="步数从 0 开始数（偏差修正里用了 step + 1）",
+            ),
+            Mistake(
+                "betas hard-coded, the argument ignored",
+                _adam_with_fixed_betas,
+                "from the `betas` argument",
+                what_zh="把 betas 写死，忽略了传入的参数",
+            ),
+            Mistake(
+                "squares grad in place",
+                _adam_squaring_grad_in_place,
+                "changed grad in place",
+                what_zh="原地对 grad 求平方",
+            ),
+            Mistake(
+                "|g| instead of g*g in v",
+                _adam_with_abs_gradient,
+                "exp_avg_sq differs",
+                what_zh="v 里累加的是 |g| 而不是 g*g",
+            ),
+            Mistake("called instead of passed", None, "without ()", what_zh="传入了函数的调用结果，而不是函数本身"),
         ),
         right=(_right_pytorch_order, _right_written_out, _right_copy_into),
         why="m and v start at zero, so dividing by 1 - beta**step undoes their bias; eps then keeps the division "
@@ -213,20 +247,51 @@ EXERCISES = [
         check=check_adamw_update,
         reference=_reference_adamw_update,
         mistakes=(
-            Mistake("coupled (L2) weight decay", _coupled_adamw, "Adam's L2 weight decay"),
-            Mistake("decay after the Adam step", _adamw_decaying_after, "shrinks param first"),
-            Mistake("decay not multiplied by lr", _adamw_without_lr, "the decay multiplied by lr"),
-            Mistake("the default weight_decay, not the argument", _adamw_with_the_default_decay, "not its default"),
-            Mistake("accepts weight_decay, never decays", _adamw_forgetting_the_decay, "never happened"),
             Mistake(
-                "subtracts lr * weight_decay, a constant", _adamw_subtracting_a_constant, "so the decay is what differs"
+                "coupled (L2) weight decay", _coupled_adamw, "Adam's L2 weight decay", what_zh="耦合式（L2）权重衰减"
+            ),
+            Mistake(
+                "decay after the Adam step",
+                _adamw_decaying_after,
+                "shrinks param first",
+                what_zh="在 Adam 这一步之后才做衰减",
+            ),
+            Mistake(
+                "decay not multiplied by lr",
+                _adamw_without_lr,
+                "the decay multiplied by lr",
+                what_zh="衰减没有乘以学习率 lr",
+            ),
+            Mistake(
+                "the default weight_decay, not the argument",
+                _adamw_with_the_default_decay,
+                "not its default",
+                what_zh="用了默认的 weight_decay，而不是传入的参数",
+            ),
+            Mistake(
+                "accepts weight_decay, never decays",
+                _adamw_forgetting_the_decay,
+                "never happened",
+                what_zh="接收了 weight_decay，却从不衰减",
+            ),
+            Mistake(
+                "subtracts lr * weight_decay, a constant",
+                _adamw_subtracting_a_constant,
+                "so the decay is what differs",
+                what_zh="减去常数 lr * weight_decay",
             ),
             Mistake(
                 "right decay on an Adam step without bias correction",
                 _adamw_on_a_step_without_bias_correction,
                 "should be Adam, but the first steps are too large",
+                what_zh="衰减正确，但 Adam 那一步没有偏差修正",
             ),
-            Mistake("no weight_decay argument", _reference_adam_update, "must accept (param, grad"),
+            Mistake(
+                "no weight_decay argument",
+                _reference_adam_update,
+                "must accept (param, grad",
+                what_zh="没有 weight_decay 参数",
+            ),
         ),
         right=(_right_adamw_add_alpha, _right_adamw_decay_the_old_value),
         why="AdamW takes lr * weight_decay off every weight in proportion to its size, apart from the adaptive "

@@ -86,14 +86,46 @@ EXERCISES = [
         check=check_shares_memory,
         reference=dict(_TRUTH),
         mistakes=(
-            Mistake("every result is a copy", dict.fromkeys(OPERATIONS, False), "never copies"),
-            Mistake("every result is a view", dict.fromkeys(OPERATIONS, True), "always gives a copy"),
-            Mistake("reshape always gives a view", _flipped(_TRUTH, "x.t().reshape(12)"), "reshape returns a view"),
-            Mistake("contiguous() always copies", _flipped(_TRUTH, "x.contiguous()"), "returns the tensor itself"),
-            Mistake("a transpose copies", _flipped(_TRUTH, "x.t()"), "a transpose is a view"),
-            Mistake("x[::2] copies since it skips rows", _flipped(_TRUTH, "x[::2]"), "never copies"),
-            Mistake("arithmetic gives a view", _flipped(_TRUTH, "x + 0"), "new memory"),
-            Mistake("answers as strings", {name: str(v) for name, v in _TRUTH.items()}, "not a string"),
+            Mistake(
+                "every result is a copy",
+                dict.fromkeys(OPERATIONS, False),
+                "never copies",
+                what_zh="认为每个结果都是副本",
+            ),
+            Mistake(
+                "every result is a view",
+                dict.fromkeys(OPERATIONS, True),
+                "always gives a copy",
+                what_zh="认为每个结果都是视图",
+            ),
+            Mistake(
+                "reshape always gives a view",
+                _flipped(_TRUTH, "x.t().reshape(12)"),
+                "reshape returns a view",
+                what_zh="认为 reshape 总是返回视图",
+            ),
+            Mistake(
+                "contiguous() always copies",
+                _flipped(_TRUTH, "x.contiguous()"),
+                "returns the tensor itself",
+                what_zh="认为 contiguous() 总会复制",
+            ),
+            Mistake("a transpose copies", _flipped(_TRUTH, "x.t()"), "a transpose is a view", what_zh="认为转置会复制"),
+            Mistake(
+                "x[::2] copies since it skips rows",
+                _flipped(_TRUTH, "x[::2]"),
+                "never copies",
+                what_zh="认为 x[::2] 跳过了一些行，所以会复制",
+            ),
+            Mistake(
+                "arithmetic gives a view", _flipped(_TRUTH, "x + 0"), "new memory", what_zh="认为算术运算得到的是视图"
+            ),
+            Mistake(
+                "answers as strings",
+                {name: str(v) for name, v in _TRUTH.items()},
+                "not a string",
+                what_zh="把答案写成字符串",
+            ),
         ),
         why="A result can share x's storage only if its elements sit at an offset plus fixed strides in it: basic "
         "slicing, transposes and reshapes of contiguous tensors qualify; list/mask indexing and arithmetic do not.",
@@ -111,16 +143,40 @@ EXERCISES = [
         check=check_center_rows,
         reference=_reference_center_rows,
         mistakes=(
-            Mistake("mean without keepdim", _no_keepdim, "Keep the dimension"),
-            Mistake("mean unsqueezed as a row, not a column", _unsqueezed_wrong_way, "Keep the dimension"),
-            Mistake("subtracts in place", _in_place, "changed its argument number 1 in place"),
-            Mistake("column means", _column_means, "each column's mean"),
-            Mistake("mean - x: every sign flipped", _reversed, "each sign is flipped"),
-            Mistake("one mean for the whole tensor", _global_mean, "x.mean() without dim"),
-            Mistake("row sums divided by the number of rows", _divided_by_rows, "the number of rows"),
-            Mistake("also divides by the row's spread", _standardised, "change nothing else"),
-            Mistake("subtracts the row's median", _median, "should have mean 0"),
-            Mistake("returns float64 for a float32 input", _returned_in_float64, "in x's own dtype"),
+            Mistake("mean without keepdim", _no_keepdim, "Keep the dimension", what_zh="求均值时没有加 keepdim"),
+            Mistake(
+                "mean unsqueezed as a row, not a column",
+                _unsqueezed_wrong_way,
+                "Keep the dimension",
+                what_zh="把均值 unsqueeze 成一行，而不是一列",
+            ),
+            Mistake("subtracts in place", _in_place, "changed its argument number 1 in place", what_zh="原地做减法"),
+            Mistake("column means", _column_means, "each column's mean", what_zh="减的是每列的均值"),
+            Mistake(
+                "mean - x: every sign flipped",
+                _reversed,
+                "each sign is flipped",
+                what_zh="算成了 mean - x：正负号全反了",
+            ),
+            Mistake(
+                "one mean for the whole tensor", _global_mean, "x.mean() without dim", what_zh="整个张量只用一个均值"
+            ),
+            Mistake(
+                "row sums divided by the number of rows",
+                _divided_by_rows,
+                "the number of rows",
+                what_zh="每行的和除以了行数",
+            ),
+            Mistake(
+                "also divides by the row's spread", _standardised, "change nothing else", what_zh="还多除了每行的标准差"
+            ),
+            Mistake("subtracts the row's median", _median, "should have mean 0", what_zh="减的是每行的中位数"),
+            Mistake(
+                "returns float64 for a float32 input",
+                _returned_in_float64,
+                "in x's own dtype",
+                what_zh="输入是 float32，却返回 float64",
+            ),
         ),
         why="keepdim=True leaves the mean with shape (n, 1), so broadcasting stretches it along each row.",
         why_zh="keepdim=True 让均值的形状保持为 (n, 1)，于是广播会把它沿每一行展开。",
