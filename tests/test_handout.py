@@ -11,6 +11,7 @@ import shutil
 import subprocess
 import threading
 import tomllib
+import zipfile
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -271,6 +272,10 @@ def test_the_student_bundle_holds_no_reference_answer():
     # every answers table's reference and right answers, and every solution cell, line by line (tools/handout/bundle.py)
     assert (HANDOUT / "notebooks" / "companion").is_dir()
     assert bundle_leaks(HANDOUT / "notebooks") == {}
+    # the zip the front page links holds exactly that folder
+    files = {p.relative_to(HANDOUT / "notebooks").as_posix() for p in (HANDOUT / "notebooks").rglob("*") if p.is_file()}
+    with zipfile.ZipFile(HANDOUT / "student-notebooks.zip") as archive:
+        assert {name.removeprefix("tensor-by-tensor/") for name in archive.namelist()} == files
 
 
 def student_bundle_copy(tmp_path: Path) -> Path:
@@ -814,7 +819,7 @@ def test_no_page_holds_a_widow_or_ends_with_a_label(edition):
 @handout
 def test_the_handout_holds_only_what_it_hands_out():
     # the checks' screenshots and records go to build/handout/, not among the handouts
-    expected = {"index.html", "glossary.html", "html", "notebooks", "mathjax", "fonts"} | (
+    expected = {"index.html", "glossary.html", "html", "notebooks", "student-notebooks.zip", "mathjax", "fonts"} | (
         {"pdf"} if (HANDOUT / "pdf").is_dir() else set()
     )
     assert {path.name for path in HANDOUT.iterdir()} == expected

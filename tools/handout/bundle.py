@@ -7,6 +7,7 @@ import re
 import shutil
 import textwrap
 import tomllib
+import zipfile
 from pathlib import Path
 
 import nbformat
@@ -15,6 +16,7 @@ from tools.course import CHECK_CALL, NOTEBOOK_DIR, ROOT, exercise_tables, lesson
 from tools.handout.editions import Edition, edition_notebook
 from tools.lesson_copies import answer_lines
 
+BUNDLE_ZIP = "student-notebooks.zip"  # beside index.html, which links it
 README = """# Tensor by Tensor · 张量拾级 — student notebooks / 学生笔记本
 
 These notebooks run on their own: the `companion` package they import is in this folder. Install the course's
@@ -48,6 +50,11 @@ def student_bundle(out_dir: Path, lessons: list[tuple[str, nbformat.NotebookNode
     # Quoted: a version range's < and > are redirections to a shell.
     requirements = " ".join(f'"{requirement}"' for requirement in student_requirements())
     (folder / "README.md").write_text(README.format(requirements=requirements), encoding="utf-8")
+    # The same folder as one download for a learning platform; fixed dates, so the same course zips the same bytes.
+    with zipfile.ZipFile(out_dir / BUNDLE_ZIP, "w", zipfile.ZIP_DEFLATED) as archive:
+        for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+            entry = zipfile.ZipInfo(f"tensor-by-tensor/{path.relative_to(folder).as_posix()}", (1980, 1, 1, 0, 0, 0))
+            archive.writestr(entry, path.read_bytes(), zipfile.ZIP_DEFLATED)
 
 
 # ---- no reference answer in a student's hands ---------------------------------------------------------------------
