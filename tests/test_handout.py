@@ -135,6 +135,16 @@ def test_a_lesson_plan_gives_each_section_its_minutes_and_what_to_show_live():
     assert minutes - 5 <= total <= minutes + 5  # the course map rounds the whole lesson up to 5 minutes
 
 
+def test_a_sections_minutes_count_its_own_cells_only():
+    cells = [nbformat.v4.new_code_cell("x = 1") for _ in range(10)]  # the opening: 10 cells, 5 minutes
+    cells += [
+        nbformat.v4.new_markdown_cell("## Short", metadata={"tags": ["lang-en"]}),
+        nbformat.v4.new_markdown_cell("## 短", metadata={"tags": ["lang-zh"]}),
+    ]
+    parts = sections(nbformat.v4.new_notebook(cells=cells))
+    assert [(p["en"], p["zh"], p["minutes"]) for p in parts] == [(None, None, 5), ("Short", "短", 1)]
+
+
 def test_a_lesson_plan_is_in_the_editions_language_and_not_taken_for_the_lesson():
     notebook = lesson(NOTEBOOK_DIR / "03-scatter.ipynb")
     english, chinese = plan_text(notebook, "03", "en"), plan_text(notebook, "03", "zh")
@@ -707,7 +717,7 @@ def test_every_pdf_has_bookmarks_for_each_lesson_and_section(edition):
         assert same_bookmarks(book[start : start + len(expected)], expected), path.name
     tops = [title for depth, title in book if depth == 1]
     appendix = ["glossary"] + (["key"] if edition.version == "teacher" else [])
-    languages = ["en", "zh"] if edition.language == "bilingual" else [edition.language]
+    languages = edition.languages
     for key in appendix:
         assert any(title.startswith(squeezed_title(WORDS[languages[0]][key])) for title in tops), (key, tops)
 

@@ -23,14 +23,17 @@ README_START, README_END = "<!-- course-map: start -->", "<!-- course-map: end -
 WORDS_PER_MINUTE, MINUTES_PER_CELL, MINUTES_PER_EXERCISE = 150, 0.5, 10
 
 
-def estimate_minutes(notebook: dict) -> int:
-    """Reading + running + exercises, rounded up to 5 minutes (see the module docstring)."""
-    cells = notebook["cells"]
+def study_minutes(cells: list) -> float:
+    """Reading + running + exercises of some cells, unrounded (a lesson's, or one section's in the lesson plan)."""
     words = sum(len(source(c).split()) for c in cells if "lang-en" in c["metadata"].get("tags", []))
     code = sum(c["cell_type"] == "code" for c in cells)
     exercises = sum("solution" in c["metadata"].get("tags", []) for c in cells)
-    minutes = words / WORDS_PER_MINUTE + code * MINUTES_PER_CELL + exercises * MINUTES_PER_EXERCISE
-    return 5 * math.ceil(minutes / 5)
+    return words / WORDS_PER_MINUTE + code * MINUTES_PER_CELL + exercises * MINUTES_PER_EXERCISE
+
+
+def estimate_minutes(notebook: dict) -> int:
+    """Reading + running + exercises, rounded up to 5 minutes (see the module docstring)."""
+    return 5 * math.ceil(study_minutes(notebook["cells"]) / 5)
 
 
 def objectives_box(lesson: dict) -> tuple[str, str]:

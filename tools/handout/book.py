@@ -164,12 +164,7 @@ def build_edition(out_dir: Path, lessons: list, edition: Edition, printer: Print
     whole = out_dir / "html" / f"{edition.name}.html"
     book_pdf = out_dir / "pdf" / f"{edition.name}.pdf"
     book_css = (
-        css
-        + BOOK_CSS
-        + "".join(
-            f"@page {page} {{ @top-left {{ content: {css_string(word(edition, key))}; }} }}\n"
-            for page, key in (("glossary", "glossary"),)
-        )
+        css + BOOK_CSS + f"@page glossary {{ @top-left {{ content: {css_string(word(edition, 'glossary'))}; }} }}\n"
     )
     book = nbformat.v4.new_notebook(metadata=lessons[0][1].metadata)
     book.cells = cover_cells(edition, list(zip(parts, starts, strict=True)))

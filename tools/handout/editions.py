@@ -92,6 +92,11 @@ class Edition:
         return TITLES[(self.language, self.version)]
 
     @property
+    def languages(self) -> list[str]:
+        """The languages of its prose, in order: ['en', 'zh'] for the bilingual edition."""
+        return ["en", "zh"] if self.language == "bilingual" else [self.language]
+
+    @property
     def header_label(self) -> str:
         """The edition's label in the running header (the bilingual one shorter)."""
         return HEADER_LABELS.get((self.language, self.version), self.title)

@@ -55,7 +55,7 @@ def answer_key_cells(lessons: list[tuple[str, nbformat.NotebookNode]], edition: 
     """The teacher's appendix: each exercise's solution, why it works, the wrong answers its checker catches
     (from the checkers' tables, with the hint each one gets) and a question for class discussion."""
     tables = exercise_tables()
-    languages = ["en", "zh"] if edition.language == "bilingual" else [edition.language]
+    languages = edition.languages
     cells = [markdown_cell(f'<h1 id="answer-key">{word(edition, "key")}</h1>', "lesson-key")]
     for _number, notebook in lessons:
         for solution, check in exercises(notebook):

@@ -11,7 +11,7 @@ import re
 import nbformat
 
 from tools.course import CHECK_CALL, course_map, exercise_tables, source, tags
-from tools.course_map import MINUTES_PER_CELL, MINUTES_PER_EXERCISE, WORDS_PER_MINUTE
+from tools.course_map import study_minutes
 from tools.handout.editions import Edition, markdown_cell
 from tools.handout.key import join_chinese_lines
 from tools.lesson_copies import exercises
@@ -50,28 +50,26 @@ PLAN_WORDS = {
 }
 
 
+def heading(cell: dict) -> str | None:
+    """A cell's `##` heading, if it has one."""
+    return next((line[3:].strip() for line in source(cell).splitlines() if line.startswith("## ")), None)
+
+
 def sections(notebook: nbformat.NotebookNode) -> list[dict]:
     """The lesson's `##` sections in order (the part before the first one is the opening): each one's titles in
     both languages, its minutes by the course map's rule, and how many figures and deliberate errors it shows."""
-    found = [{"en": None, "zh": None, "words": 0, "code": 0, "exercises": 0, "figures": 0, "errors": 0}]
-    cells = notebook.cells
-    for index, cell in enumerate(cells):
-        heading = next((line[3:].strip() for line in source(cell).splitlines() if line.startswith("## ")), None)
-        if heading and "lang-en" in tags(cell):
-            twin = cells[index + 1] if index + 1 < len(cells) else None
-            chinese = twin and next((ln[3:].strip() for ln in source(twin).splitlines() if ln.startswith("## ")), None)
-            found.append({**found[0], "en": heading, "zh": chinese or heading, "words": 0})
-        here = found[-1]
-        if "lang-en" in tags(cell):
-            here["words"] += len(source(cell).split())
-        if cell.cell_type == "code":
-            here["code"] += 1
-            here["exercises"] += "solution" in tags(cell)
-            here["errors"] += "raises-exception" in tags(cell)
-            here["figures"] += sum("image/png" in output.get("data", {}) for output in cell.get("outputs", []))
+    found = [{"en": None, "zh": None, "cells": []}]
+    for index, cell in enumerate(notebook.cells):
+        if "lang-en" in tags(cell) and heading(cell):
+            twin = notebook.cells[index + 1] if index + 1 < len(notebook.cells) else {"source": ""}
+            found.append({"en": heading(cell), "zh": heading(twin) or heading(cell), "cells": []})
+        found[-1]["cells"].append(cell)
     for part in found:
-        minutes = part["words"] / WORDS_PER_MINUTE + part["code"] * MINUTES_PER_CELL
-        part["minutes"] = max(1, round(minutes + part["exercises"] * MINUTES_PER_EXERCISE))
+        cells = part.pop("cells")
+        part["minutes"] = max(1, round(study_minutes(cells)))
+        part["exercises"] = sum("solution" in tags(cell) for cell in cells)
+        part["errors"] = sum("raises-exception" in tags(cell) for cell in cells)
+        part["figures"] = sum("image/png" in out.get("data", {}) for cell in cells for out in cell.get("outputs", []))
     return found
 
 
@@ -117,9 +115,9 @@ def plan_text(notebook: nbformat.NotebookNode, number: str, language: str) -> st
 def plan_cells(notebook: nbformat.NotebookNode, number: str, edition: Edition) -> list[nbformat.NotebookNode]:
     """The lesson plan page of a teacher edition (the bilingual one: an English page, then a Chinese one), from the
     source notebook (both languages, its stored outputs). Its own named page keeps it out of the lesson's pages."""
-    languages = ["en", "zh"] if edition.language == "bilingual" else [edition.language]
     cells = [
-        markdown_cell(plan_text(notebook, number, language), "lesson-plan", f"plan-{number}") for language in languages
+        markdown_cell(plan_text(notebook, number, language), "lesson-plan", f"plan-{number}")
+        for language in edition.languages
     ]
     for cell in cells[1:]:
         cell.metadata["tags"].append("plan-second-language")  # a page of its own
@@ -129,5 +127,4 @@ def plan_cells(notebook: nbformat.NotebookNode, number: str, edition: Edition) -
 def plan_head(number: str, edition: Edition) -> str:
     """The plan page's running header: it names the lesson by number only, so that it is not taken for the lesson's
     first page (tools.handout.printing.part_starts finds a lesson by its title in the header)."""
-    languages = ["en", "zh"] if edition.language == "bilingual" else [edition.language]
-    return " · ".join(PLAN_WORDS[language]["head"].format(n=number) for language in languages)
+    return " · ".join(PLAN_WORDS[language]["head"].format(n=number) for language in edition.languages)
