@@ -36,17 +36,19 @@ def setup_notebook(seed: int = 0) -> None:
 
 # PyTorch's own kernels, MKL's matrix products and oneDNN's convolutions each pick the widest vector instructions
 # the CPU has; AVX-512 and AVX2 add in other orders, so a trained model's accuracy can differ in its last digit.
+# MKL honours MKL_CBWR=AVX2 on Intel CPUs only (on AMD it keeps its own choice, MKL_VERBOSE says CNR:AUTO).
 AVX2_PINS = {"ATEN_CPU_CAPABILITY": "avx2", "MKL_CBWR": "AVX2", "ONEDNN_MAX_CPU_ISA": "AVX2"}
 
 
 def _pin_x86_kernels() -> None:
     """On an x86 CPU with AVX2, use the AVX2 kernels even where AVX-512 exists: the same numbers on both kinds.
 
-    Each library reads its variable once, when it first runs a kernel, so this works only before the first tensor
-    operation (the lessons call it in their first cell); a value already set is kept. Arm CPUs (Apple, Graviton) have
-    other kernels, and their last digits may differ from the stored outputs.
+    Each library reads its variable once, when PyTorch first calls it (one matrix product is enough), so this works
+    only before the first tensor operation (the lessons call it in their first cell); a value already set is kept.
+    Arm CPUs (Apple, Graviton) have other kernels, and their last digits may differ from the stored outputs.
     """
-    if torch.cpu._is_avx2_supported():  # a private helper, but the only test that does not fix the choice itself
+    # A private helper; torch.backends.cpu.get_cpu_capability() would fix PyTorch's choice before the pin.
+    if torch.cpu._is_avx2_supported():
         for name, value in AVX2_PINS.items():
             os.environ.setdefault(name, value)
 
