@@ -1,5 +1,11 @@
 """pytest plugins for the whole project (here, not in tests/, so that a run over notebooks/ alone has them)."""
 
+import os
+
+# The Chinese editions run in Chinese, so nbval cannot compare them with a kernel that speaks English:
+# tests/test_zh_code.py checks them against the lessons instead.
+collect_ignore = ["notebooks/zh"]
+
 
 def pytest_addoption(parser):
     parser.addoption(
@@ -7,6 +13,12 @@ def pytest_addoption(parser):
         action="store_true",
         help="after nbval runs a notebook, run every cell again in the same kernel and compare with the stored outputs",
     )
+
+
+def pytest_configure(config):
+    """The lessons' stored outputs are the English edition's: every kernel nbval starts speaks English."""
+    if config.getoption("--nbval", default=False) or config.getoption("--nbval-lax", default=False):
+        os.environ["COURSE_LANG"] = "en"
 
 
 def pytest_collection_modifyitems(config, items):

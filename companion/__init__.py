@@ -16,8 +16,9 @@ Lesson -> its module (code the lesson shows or draws with) -> its self-checks (`
     11 devices                  devices                                checks.devices
     12 DDP                      ddp, ddp_launch                        checks.ddp
 
-Shared: `plotting` (the course's plot style and CJK font), `exercises` (WrongAnswer, the pass line, the sandbox a
-checker calls learner code in), `_validate` and `_torch_errors` (argument guards and PyTorch's messages).
+Shared: `plotting` (the course's plot style and CJK font), `language` (the edition's language: English, Chinese or
+both, from COURSE_LANG), `exercises` (WrongAnswer, the pass line, the sandbox a checker calls learner code in),
+`_validate` and `_torch_errors` (argument guards and PyTorch's messages).
 """
 
 __version__ = "0.1.0"

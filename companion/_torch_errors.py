@@ -11,6 +11,8 @@ import re
 import sys
 from pathlib import Path
 
+from companion.language import in_language
+
 # weights_only=True refuses a GLOBAL (a function or class the pickle names) in one of two ways:
 # a module PyTorch never allows ("Trying to load unsupported GLOBAL posix.system whose module posix is blocked."),
 BLOCKED_GLOBAL = re.compile(r"Trying to load unsupported GLOBAL (\S+) whose module (\S+) is blocked")
@@ -56,44 +58,67 @@ def explain_load_error(error: BaseException, path: Path) -> str:
     """The message of the CheckpointError for `error`, raised by torch.load on `path`: what happened, what to do."""
     text = str(error)
     if blocked := BLOCKED_GLOBAL.search(text):
-        return hostile(path, blocked.group(1), f"its module {blocked.group(2)} runs commands, so PyTorch blocks it")
+        module = blocked.group(2)
+        why = in_language(
+            f"its module {module} runs commands, so PyTorch blocks it",
+            f"它的模块 {module} 会执行命令，所以 PyTorch 拦下了它",
+        )
+        return hostile(path, blocked.group(1), why)
     if refused := REFUSED_GLOBAL.search(text):
         name = refused.group(1)
         if runs_code(name):
-            return hostile(path, name, "a file of weights and plain data never calls a function while it loads")
-        return (
+            why = in_language(
+                "a file of weights and plain data never calls a function while it loads",
+                "只含权重和普通数据的文件在加载时从不调用函数",
+            )
+            return hostile(path, name, why)
+        return in_language(
             f"'{path.name}' holds a Python object that weights_only=True refuses to rebuild: {name}. If the file "
             "holds a whole pickled model, load its state_dict instead. If you trust this class, pass "
             "safe_globals=[TheClass]; pass weights_only=False only for a file you made yourself, since loading it "
-            "can run any code"
+            "can run any code",
+            f"'{path.name}' 里有一个 weights_only=True 拒绝重建的 Python 对象：{name}。如果文件里是整个 pickle "
+            "序列化的模型，请改为加载它的 state_dict。如果你信任这个类，请传入 safe_globals=[TheClass]；"
+            "只有对你自己生成的文件才传 weights_only=False，因为加载它可能运行任何代码",
         )
     if isinstance(error, AttributeError | ImportError):  # only with weights_only=False: a pickled class moved
-        return (
+        return in_language(
             f"'{path.name}' names a class or module that cannot be found ({type(error).__name__}: {error}): a "
-            "pickled model needs its class under the same name in the same module; save state_dicts instead"
+            "pickled model needs its class under the same name in the same module; save state_dicts instead",
+            f"'{path.name}' 提到了一个找不到的类或模块（{type(error).__name__}: {error}）：pickle 序列化的模型"
+            "需要它的类以同样的名字待在同一个模块里；请改为保存 state_dict",
         )
     if MISSING_DEVICE.search(text):
-        return (
+        return in_language(
             f"'{path.name}' holds tensors for a device this machine cannot give them ({first_sentence(error)}): "
-            "pass map_location='cpu' (the default), or a device it has"
+            "pass map_location='cpu' (the default), or a device it has",
+            f"'{path.name}' 里的张量属于这台机器没有的设备（{first_sentence(error)}）："
+            "请传入 map_location='cpu'（默认值），或者这台机器有的设备",
         )
     return corrupt(path, error)
 
 
 def hostile(path: Path, name: str, why: str) -> str:
     """The message for a file whose pickle asks to call `name` while it loads."""
-    return (
+    # The Chinese message keeps " (" before the reason too: lesson 10 cuts the message there to show its start.
+    return in_language(
         f"'{path.name}' asks to run {name} while it is loaded ({why}). The file may be malicious: do not load it "
-        "with weights_only=False. Delete it, or ask its sender for a checkpoint of state_dicts and plain data"
+        "with weights_only=False. Delete it, or ask its sender for a checkpoint of state_dicts and plain data",
+        f"'{path.name}' 要求在加载时运行 {name} ({why})。这个文件可能是恶意的：不要用 weights_only=False "
+        "加载它。请删除它，或者请发送者提供只含 state_dict 和普通数据的检查点",
     )
 
 
 def corrupt(path: Path, error: BaseException) -> str:
     """The message for bytes torch.load cannot read: say what happened and what to do, quote PyTorch's first line."""
-    return (
-        f"'{path.name}' ({path.stat().st_size} bytes) is truncated or corrupt, not a complete torch.save file "
+    size = path.stat().st_size
+    return in_language(
+        f"'{path.name}' ({size} bytes) is truncated or corrupt, not a complete torch.save file "
         f"({first_sentence(error)}). Load an earlier checkpoint, and save with save_checkpoint, which never "
-        "leaves a partial file under the checkpoint's own name"
+        "leaves a partial file under the checkpoint's own name",
+        f"'{path.name}'（{size} 字节）被截断或已损坏，不是完整的 torch.save 文件"
+        f"（{first_sentence(error)}）。请加载更早的检查点，并用 save_checkpoint 保存，"
+        "它从不会在检查点自己的名字下留下不完整的文件",
     )
 
 

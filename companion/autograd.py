@@ -12,6 +12,7 @@ import matplotlib.pyplot as plt
 import torch
 from matplotlib.figure import Figure
 
+from companion.language import in_language
 from companion.plotting import COLUMN_WIDTH
 
 
@@ -185,7 +186,7 @@ def _format(gradient: torch.Tensor | None) -> str:
     """A gradient as the figure writes it: a number to 4 significant digits, or a shape."""
     if gradient is None:
         return "None"
-    return _number(gradient) if gradient.numel() == 1 else f"shape {tuple(gradient.shape)}"
+    return _number(gradient) if gradient.numel() == 1 else f"{in_language('shape', '形状')} {tuple(gradient.shape)}"
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -194,19 +195,32 @@ def _format(gradient: torch.Tensor | None) -> str:
 
 def _check_output(output: object) -> None:
     if not isinstance(output, torch.Tensor):
-        raise TypeError(f"output must be a torch.Tensor computed from a tensor that requires grad, not {output!r}")
+        raise TypeError(
+            in_language(
+                f"output must be a torch.Tensor computed from a tensor that requires grad, not {output!r}",
+                f"output 必须是由 requires_grad 的张量算出的 torch.Tensor，而不是 {output!r}",
+            )
+        )
     if output.grad_fn is None:
         raise ValueError(
-            "output has no grad_fn, so there is no recorded graph: compute it from a tensor created with "
-            "requires_grad=True, outside torch.no_grad()"
+            in_language(
+                "output has no grad_fn, so there is no recorded graph: compute it from a tensor created with "
+                "requires_grad=True, outside torch.no_grad()",
+                "output 没有 grad_fn，所以没有记录下来的计算图：请在 torch.no_grad() 之外，"
+                "从用 requires_grad=True 创建的张量算出它",
+            )
         )
 
 
 def _check_scalar(output: torch.Tensor) -> None:
     if output.numel() != 1:
         raise ValueError(
-            f"output must hold a single number, as backward() needs, not shape {tuple(output.shape)}: "
-            "reduce it first, e.g. output.sum()"
+            in_language(
+                f"output must hold a single number, as backward() needs, not shape {tuple(output.shape)}: "
+                "reduce it first, e.g. output.sum()",
+                f"output 必须只含一个数（backward() 要求如此），而不是形状 {tuple(output.shape)}："
+                "请先归约，例如 output.sum()",
+            )
         )
 
 
@@ -216,5 +230,10 @@ def _check_names(names: object) -> dict[str, torch.Tensor]:
     if not isinstance(names, dict) or not all(
         isinstance(k, str) and isinstance(v, torch.Tensor) for k, v in names.items()
     ):
-        raise TypeError("names must be a dict from a label to a tensor of the computation, such as {'x': x}")
+        raise TypeError(
+            in_language(
+                "names must be a dict from a label to a tensor of the computation, such as {'x': x}",
+                "names 必须是从名字到计算中张量的字典，例如 {'x': x}",
+            )
+        )
     return names

@@ -14,6 +14,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Polygon
 
 from companion._validate import require_int, require_number, require_tensor
+from companion.language import by_language, in_language, say
 from companion.plotting import COLUMN_WIDTH
 
 CHANNEL_DIMS = (0, 2, 3)  # BatchNorm2d averages over N, H and W: everything except the channel dimension
@@ -69,7 +70,10 @@ class BatchNorm2dReference:
     def train(self, mode: bool = True) -> "BatchNorm2dReference":
         """Set training mode (or evaluation mode with mode=False), like `nn.Module.train`."""
         if not isinstance(mode, bool):
-            raise TypeError(f"mode must be True or False, not {type(mode).__name__}")
+            kind = type(mode).__name__
+            raise TypeError(
+                in_language(f"mode must be True or False, not {kind}", f"mode 必须是 True 或 False，而不是 {kind}")
+            )
         self.training = mode
         return self
 
@@ -81,7 +85,13 @@ class BatchNorm2dReference:
     def from_module(cls, module: nn.BatchNorm2d) -> "BatchNorm2dReference":
         """A reference layer with the settings, mode, parameters and buffers of `module` (copied, not shared)."""
         if not isinstance(module, nn.BatchNorm2d):
-            raise TypeError(f"from_module copies an nn.BatchNorm2d, not {type(module).__name__}")
+            kind = type(module).__name__
+            raise TypeError(
+                in_language(
+                    f"from_module copies an nn.BatchNorm2d, not {kind}",
+                    f"from_module 复制的是 nn.BatchNorm2d，而不是 {kind}",
+                )
+            )
         layer = cls(module.num_features, module.eps, module.momentum, module.affine, module.track_running_stats)
         layer.training = module.training
         for name in ("weight", "bias", "running_mean", "running_var", "num_batches_tracked"):
@@ -124,47 +134,73 @@ def _per_channel(values: torch.Tensor) -> torch.Tensor:
 
 def _check_settings(num_features, eps, momentum, affine, track_running_stats) -> None:
     """Reject settings nn.BatchNorm2d would accept silently or fail on later, with the fix in the message."""
-    require_int(num_features, "num_features (the number of channels C)", 1)
+    require_int(num_features, in_language("num_features (the number of channels C)", "num_features（通道数 C）"), 1)
     _check_eps(eps)
     _check_momentum(momentum)
     for name, flag in (("affine", affine), ("track_running_stats", track_running_stats)):
         if not isinstance(flag, bool):
-            raise TypeError(f"{name} must be True or False, not {type(flag).__name__}")
+            kind = type(flag).__name__
+            raise TypeError(
+                in_language(f"{name} must be True or False, not {kind}", f"{name} 必须是 True 或 False，而不是 {kind}")
+            )
 
 
 def _check_eps(eps) -> None:
     """eps is added to the variance under the square root: it must be a positive number."""
     require_number(eps, "eps", example=1e-5)
     if not eps > 0:  # `not >` also catches NaN
-        raise ValueError(f"eps must be a small positive number such as 1e-5, not {eps!r}")
+        raise ValueError(
+            in_language(
+                f"eps must be a small positive number such as 1e-5, not {eps!r}",
+                f"eps 必须是一个小的正数，例如 1e-5，而不是 {eps!r}",
+            )
+        )
 
 
 def _check_momentum(momentum) -> None:
     """momentum is the weight of the new batch statistic: a number in [0, 1], or None for a cumulative average."""
     if momentum is None:
         return
-    require_number(momentum, "momentum", example="0.1 (in [0, 1]) or None")
+    require_number(momentum, "momentum", example=in_language("0.1 (in [0, 1]) or None", "0.1（在 [0, 1] 内）或 None"))
     if not 0 <= momentum <= 1:
         raise ValueError(
-            f"momentum must be in [0, 1], not {momentum}: it is the weight of the NEW batch statistic "
-            "(0.1 by default); pass None for a cumulative average"
+            in_language(
+                f"momentum must be in [0, 1], not {momentum}: it is the weight of the NEW batch statistic "
+                "(0.1 by default); pass None for a cumulative average",
+                f"momentum 必须在 [0, 1] 内，而不是 {momentum}：它是新一批统计量的权重"
+                "（默认 0.1）；要用累积平均就传 None",
+            )
         )
 
 
 def _check_input(x, num_features: int | None = None) -> None:
     """An (N, C, H, W) floating-point tensor with the layer's number of channels."""
     if not isinstance(x, torch.Tensor):
-        raise TypeError(f"the input must be a tensor of shape (N, C, H, W), not {type(x).__name__}")
+        kind = type(x).__name__
+        raise TypeError(
+            in_language(
+                f"the input must be a tensor of shape (N, C, H, W), not {kind}",
+                f"输入必须是形状为 (N, C, H, W) 的张量，而不是 {kind}",
+            )
+        )
     if x.dim() != 4:
         raise ValueError(
-            f"expected a 4-d input (N, C, H, W), got {x.dim()}-d with shape {tuple(x.shape)}: for a single "
-            "image add the batch dimension with x.unsqueeze(0); for (N, C) use BatchNorm1d"
+            in_language(
+                f"expected a 4-d input (N, C, H, W), got {x.dim()}-d with shape {tuple(x.shape)}: for a single "
+                "image add the batch dimension with x.unsqueeze(0); for (N, C) use BatchNorm1d",
+                f"输入应为 4 维 (N, C, H, W)，实际是 {x.dim()} 维，形状 {tuple(x.shape)}：单张图像请用 "
+                "x.unsqueeze(0) 加上批维度；(N, C) 的输入请用 BatchNorm1d",
+            )
         )
     require_tensor(x, "x", floating=True)
     if num_features is not None and x.shape[1] != num_features:
         raise ValueError(
-            f"the input has {x.shape[1]} channels but the layer was built for {num_features}: build it with "
-            f"num_features={x.shape[1]}, or check which dimension holds the channels (it must be dimension 1)"
+            in_language(
+                f"the input has {x.shape[1]} channels but the layer was built for {num_features}: build it with "
+                f"num_features={x.shape[1]}, or check which dimension holds the channels (it must be dimension 1)",
+                f"输入有 {x.shape[1]} 个通道，而这一层是为 {num_features} 个通道建的：请用 "
+                f"num_features={x.shape[1]} 来建，或者检查通道在哪个维度上（它必须是维度 1）",
+            )
         )
 
 
@@ -172,8 +208,12 @@ def _check_enough_values(x: torch.Tensor, num_features: int) -> None:
     """Batch statistics need at least two values per channel."""
     if x.numel() // num_features < 2:
         raise ValueError(
-            f"Expected more than 1 value per channel when training, got input size {tuple(x.shape)}: "
-            "use a batch of at least 2 samples (or a larger feature map), or call eval() first"
+            in_language(
+                f"Expected more than 1 value per channel when training, got input size {tuple(x.shape)}: "
+                "use a batch of at least 2 samples (or a larger feature map), or call eval() first",
+                f"训练时每个通道需要多于 1 个值，而输入的大小是 {tuple(x.shape)}："
+                "请用至少 2 个样本的批（或者更大的特征图），或者先调用 eval()",
+            )
         )
 
 
@@ -195,9 +235,10 @@ def plot_running_means(histories: dict[str, list[float]], true_mean: float) -> F
     fig, ax = plt.subplots(figsize=(COLUMN_WIDTH, 3.6), layout="constrained")
     for label, history in histories.items():
         ax.plot(range(len(history)), history, label=label, linewidth=1.6)
-    ax.axhline(true_mean, color="0.4", linestyle="--", linewidth=1.0, label=f"true mean / 真实均值 = {true_mean:g}")
-    ax.set_xlabel("training step / 训练步")
-    ax.set_ylabel("running_mean / 滑动均值")
+    label = f"{say('true mean', '真实均值')} = {true_mean:g}"
+    ax.axhline(true_mean, color="0.4", linestyle="--", linewidth=1.0, label=label)
+    ax.set_xlabel(say("training step", "训练步"))
+    ax.set_ylabel(say("running_mean", "滑动均值"))
     ax.legend(loc="lower right")
     return fig
 
@@ -229,12 +270,27 @@ def plot_norm_groups(layers: dict[str, nn.Module], shape: tuple[int, int, int, i
             }[face]
             shade = {"front": "#4c72b0", "top": "#7b9bd0", "side": "#34548a"}[face] if mask[n, c, k] else "white"
             ax.add_patch(Polygon(corners, facecolor=shade, edgecolor="0.35", linewidth=0.6, gid=f"{n},{c},{k}"))
-        ax.text(c_count / 2, -0.25, "C channels / 通道", ha="center", va="top")
-        ax.text(-0.25, hw_count / 2, "H·W positions / 位置", ha="right", va="center", rotation=90)
+        ax.text(c_count / 2, -0.25, by_language("C channels", "C 通道", "C channels / 通道"), ha="center", va="top")
+        ax.text(
+            -0.25,
+            hw_count / 2,
+            by_language("H·W positions", "H·W 位置", "H·W positions / 位置"),
+            ha="right",
+            va="center",
+            rotation=90,
+        )
         angle = math.degrees(math.atan2(dy, dx))  # the depth edge's slope, on axes with equal aspect
         corner = (c_count + n_count * dx / 2 + 0.2, n_count * dy / 2 - 0.15)
-        ax.text(*corner, "N samples / 样本", ha="left", va="top", rotation=angle, rotation_mode="anchor")
-        ax.set_title(f"{name}\n{int(mask.sum())} values share a mean / {int(mask.sum())} 个值共用一个均值", fontsize=10)
+        ax.text(
+            *corner,
+            by_language("N samples", "N 样本", "N samples / 样本"),
+            ha="left",
+            va="top",
+            rotation=angle,
+            rotation_mode="anchor",
+        )
+        shared = int(mask.sum())
+        ax.set_title(f"{name}\n{say(f'{shared} values share a mean', f'{shared} 个值共用一个均值')}", fontsize=10)
         ax.set_xlim(-1.3, c_count + n_count * dx + 2.2)
         ax.set_ylim(-0.9, hw_count + n_count * dy + 0.1)
         ax.set_aspect("equal")

@@ -27,6 +27,7 @@ from torch.utils.data import DataLoader, Dataset, Subset, TensorDataset
 
 from companion._torch_errors import explain_load_error
 from companion._validate import require_int
+from companion.language import in_language, say
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -112,9 +113,15 @@ def verify_digest(path: str | os.PathLike) -> None:
         actual = _sha256(file, path.stat().st_size - RECORD_LENGTH - 2)
     if actual != expected:
         raise CheckpointError(
-            f"'{path.name}' is damaged: its bytes no longer match the SHA-256 digest save_checkpoint recorded in it "
-            f"(expected {expected[:12]}..., found {actual[:12]}...). A flipped bit on disk or a bad copy changes "
-            "numbers without any other error: load an earlier checkpoint, or copy the file again from its source"
+            in_language(
+                f"'{path.name}' is damaged: its bytes no longer match the SHA-256 digest save_checkpoint recorded in "
+                f"it (expected {expected[:12]}..., found {actual[:12]}...). A flipped bit on disk or a bad copy "
+                "changes numbers without any other error: load an earlier checkpoint, or copy the file again from "
+                "its source",
+                f"'{path.name}' 已损坏：它的字节与 save_checkpoint 记录在文件里的 SHA-256 摘要不再一致"
+                f"（应为 {expected[:12]}...，实际为 {actual[:12]}...）。磁盘上翻转的一个比特或一次出错的复制，"
+                "会在没有任何其他报错的情况下改变数值：请加载更早的检查点，或者从来源重新复制这个文件",
+            )
         )
 
 
@@ -143,8 +150,12 @@ def _recorded_digest(path: Path) -> str | None:
         and re.fullmatch(rb"[0-9a-f]{64}", digest)
     ):
         raise CheckpointError(
-            f"'{path.name}' is damaged: the digest record save_checkpoint wrote at its end is garbled. Load an "
-            "earlier checkpoint, or copy the file again from its source"
+            in_language(
+                f"'{path.name}' is damaged: the digest record save_checkpoint wrote at its end is garbled. Load an "
+                "earlier checkpoint, or copy the file again from its source",
+                f"'{path.name}' 已损坏：save_checkpoint 写在文件末尾的摘要记录已经错乱。"
+                "请加载更早的检查点，或者从来源重新复制这个文件",
+            )
         )
     return digest.decode()
 
@@ -165,8 +176,12 @@ def _check_comment_length(end: bytes, path: Path) -> None:
     announced = int.from_bytes(end[start + 20 : start + 22], "little")
     if announced != follows:
         raise CheckpointError(
-            f"'{path.name}' is damaged: the zip archive's last record announces a comment of {announced} bytes, but "
-            f"{follows} follow it. Load an earlier checkpoint, or copy the file again from its source"
+            in_language(
+                f"'{path.name}' is damaged: the zip archive's last record announces a comment of {announced} bytes, "
+                f"but {follows} follow it. Load an earlier checkpoint, or copy the file again from its source",
+                f"'{path.name}' 已损坏：zip 归档的最后一条记录声明注释有 {announced} 字节，"
+                f"但后面跟着的是 {follows} 字节。请加载更早的检查点，或者从来源重新复制这个文件",
+            )
         )
 
 
@@ -310,9 +325,14 @@ def states_equal(first: Mapping[str, Any], second: Mapping[str, Any]) -> bool:
     """True when two state_dicts have the same keys in the same order and torch.equal values."""
     for state in (first, second):
         if not isinstance(state, Mapping):
+            kind = type(state).__name__
             raise TypeError(
-                f"states_equal compares state_dicts, not a {type(state).__name__}: pass model.state_dict() "
-                "(or optimizer.state_dict())"
+                in_language(
+                    f"states_equal compares state_dicts, not a {kind}: pass model.state_dict() "
+                    "(or optimizer.state_dict())",
+                    f"states_equal 比较的是 state_dict，而不是 {kind}：请传入 model.state_dict()"
+                    "（或 optimizer.state_dict()）",
+                )
             )
     if list(first) != list(second):
         return False
@@ -347,23 +367,53 @@ class PartialLoadReport:
         def wrapped(keys: list[str]) -> list[str]:
             return textwrap.wrap(", ".join(keys), width=100, initial_indent="    ", subsequent_indent="    ")
 
-        lines = [f"loaded ({len(self.loaded)}):", *wrapped(self.loaded)]
-        lines.append(f"skipped, shape differs; the model keeps its own values ({len(self.skipped)}):")
-        lines += [f"    {key}: file {list(a)}, model {list(b)}" for key, (a, b) in self.skipped.items()]
-        lines.append(f"missing from the file; the model keeps its own values ({len(self.missing)}):")
+        loaded, skipped, missing, unexpected = (
+            len(self.loaded),
+            len(self.skipped),
+            len(self.missing),
+            len(self.unexpected),
+        )
+        lines = [in_language(f"loaded ({loaded}):", f"已加载（{loaded}）："), *wrapped(self.loaded)]
+        lines.append(
+            in_language(
+                f"skipped, shape differs; the model keeps its own values ({skipped}):",
+                f"已跳过，形状不同；模型保留自己的值（{skipped}）：",
+            )
+        )
+        lines += [
+            in_language(f"    {key}: file {list(a)}, model {list(b)}", f"    {key}：文件 {list(a)}，模型 {list(b)}")
+            for key, (a, b) in self.skipped.items()
+        ]
+        lines.append(
+            in_language(
+                f"missing from the file; the model keeps its own values ({missing}):",
+                f"文件里没有；模型保留自己的值（{missing}）：",
+            )
+        )
         lines += wrapped(self.missing)
-        lines.append(f"unexpected, not in the model; ignored ({len(self.unexpected)}):")
+        lines.append(
+            in_language(
+                f"unexpected, not in the model; ignored ({unexpected}):",
+                f"多出来的，模型里没有；已忽略（{unexpected}）：",
+            )
+        )
         lines += wrapped(self.unexpected)
         prefixes = {key.split(".", 1)[0] + "." for key in self.unexpected if "." in key}
         if self.unexpected and not self.loaded and len(prefixes) == 1:
-            lines.append(f"hint: every unexpected key starts with {prefixes.pop()!r}: strip_prefix it first")
+            prefix = prefixes.pop()
+            lines.append(
+                in_language(
+                    f"hint: every unexpected key starts with {prefix!r}: strip_prefix it first",
+                    f"提示：每个多出来的键都以 {prefix!r} 开头：请先用 strip_prefix 去掉它",
+                )
+            )
         return "\n".join(lines)
 
 
 def load_partial_state_dict(model: nn.Module, state_dict: Mapping[str, Any]) -> PartialLoadReport:
     """Load every tensor of `state_dict` whose name and shape fit `model`; report the rest instead of crashing."""
     if not isinstance(model, nn.Module):
-        raise TypeError(f"model must be an nn.Module, not {type(model).__name__}")
+        raise TypeError(_not_a_module(model))
     state_dict = _check_state_dict(state_dict)
     own = model.state_dict()
     report = PartialLoadReport()
@@ -386,16 +436,31 @@ def load_partial_state_dict(model: nn.Module, state_dict: Mapping[str, Any]) -> 
 def strip_prefix(state_dict: Mapping[str, Any], prefix: str = "module.") -> OrderedDict:
     """A copy of `state_dict` with `prefix` removed from the keys that start with it ('module.' from DataParallel)."""
     if not isinstance(prefix, str) or not prefix:
-        raise TypeError(f"prefix must be a non-empty str such as 'module.', not {prefix!r}")
+        raise TypeError(
+            in_language(
+                f"prefix must be a non-empty str such as 'module.', not {prefix!r}",
+                f"prefix 必须是非空的 str，例如 'module.'，而不是 {prefix!r}",
+            )
+        )
     if not prefix.endswith("."):
-        raise ValueError(f"prefix {prefix!r} should end with a dot, as module names do: pass {prefix + '.'!r}")
+        raise ValueError(
+            in_language(
+                f"prefix {prefix!r} should end with a dot, as module names do: pass {prefix + '.'!r}",
+                f"prefix {prefix!r} 应当以点结尾，和模块名一样：请传入 {prefix + '.'!r}",
+            )
+        )
     state_dict = _check_state_dict(state_dict)
     stripped = OrderedDict((key.removeprefix(prefix), value) for key, value in state_dict.items())
     if len(stripped) != len(state_dict):
         both = next(k for k in state_dict if k.startswith(prefix) and k.removeprefix(prefix) in state_dict)
+        plain = both.removeprefix(prefix)
         raise ValueError(
-            f"both {both!r} and {both.removeprefix(prefix)!r} are in the state_dict: stripping {prefix!r} would "
-            "merge them; pass a state_dict from one model"
+            in_language(
+                f"both {both!r} and {plain!r} are in the state_dict: stripping {prefix!r} would "
+                "merge them; pass a state_dict from one model",
+                f"state_dict 里同时有 {both!r} 和 {plain!r}：去掉 {prefix!r} 会把两者合并；"
+                "请传入来自同一个模型的 state_dict",
+            )
         )
     metadata = getattr(state_dict, "_metadata", None)
     if metadata is not None:  # module names in the metadata lose the prefix too ('module' itself becomes '')
@@ -422,7 +487,7 @@ def eval_frozen_batchnorm(model: nn.Module) -> list[str]:
     judge by and are left alone.
     """
     if not isinstance(model, nn.Module):
-        raise TypeError(f"model must be an nn.Module, not {type(model).__name__}")
+        raise TypeError(_not_a_module(model))
     names = []
     for name, module in model.named_modules():
         parameters = list(module.parameters())
@@ -448,7 +513,7 @@ def plot_resume(
     start = len(straight) - len(next(iter(resumed.values())))
     steps = list(range(start + 1, len(straight) + 1))
     fig, (left, right) = plt.subplots(1, 2, figsize=(COLUMN_WIDTH, 3.8), layout="constrained")
-    left.plot(range(1, len(straight) + 1), straight, color="0.75", linewidth=5, label="unbroken / 不中断")
+    left.plot(range(1, len(straight) + 1), straight, color="0.75", linewidth=5, label=say("unbroken", "不中断"))
     styles = ["-", "--", ":", "-.", (0, (5, 1, 1, 1, 1, 1))]
     for i, label in enumerate(resumed):
         style = {"linestyle": styles[i % len(styles)], "color": f"C{i}"}
@@ -456,12 +521,12 @@ def plot_resume(
         right.plot(steps, distances[label], **style)
     for ax in (left, right):
         ax.axvline(start + 0.5, color="black", linewidth=0.8)
-        ax.set_xlabel("step / 步")
-    left.set_ylabel("loss / 损失")
+        ax.set_xlabel(say("step", "步"))
+    left.set_ylabel(say("loss", "损失"))
     fig.legend(loc="outside lower center", ncols=3)  # below both panels: every corner of them holds a curve
     right.set_yscale("symlog", linthresh=0.01)  # linear near 0, where the exact run stays; logarithmic above
     right.set_ylim(bottom=0)  # distances are never negative
-    right.set_ylabel("distance from unbroken / 与不中断训练的距离")
+    right.set_ylabel(say("distance from unbroken", "与不中断训练的距离"))
     return fig
 
 
@@ -472,17 +537,37 @@ def plot_resume(
 def _as_path(path: Any, what: str) -> Path:
     """`path` as a Path, or a TypeError that says what to pass."""
     if isinstance(path, bool) or not isinstance(path, str | os.PathLike):
-        raise TypeError(f"{what} must be a file path (str or pathlib.Path) like 'last.pt', not {type(path).__name__}")
+        kind = type(path).__name__
+        raise TypeError(
+            in_language(
+                f"{what} must be a file path (str or pathlib.Path) like 'last.pt', not {kind}",
+                f"{what} 必须是文件路径（str 或 pathlib.Path），例如 'last.pt'，而不是 {kind}",
+            )
+        )
     return Path(path)
+
+
+def _not_a_module(model: Any) -> str:
+    """The message for a `model` argument that is not an nn.Module."""
+    kind = type(model).__name__
+    return in_language(f"model must be an nn.Module, not {kind}", f"model 必须是 nn.Module，而不是 {kind}")
 
 
 def _check_save_path(path: Any) -> Path:
     path = _as_path(path, "path")
     if path.is_dir():
-        raise IsADirectoryError(f"'{path.name}' is a folder: pass a file path inside it, such as folder / 'last.pt'")
+        raise IsADirectoryError(
+            in_language(
+                f"'{path.name}' is a folder: pass a file path inside it, such as folder / 'last.pt'",
+                f"'{path.name}' 是一个文件夹：请传入其中的文件路径，例如 folder / 'last.pt'",
+            )
+        )
     if not path.parent.is_dir():
         raise FileNotFoundError(
-            f"the folder of '{path.name}' does not exist: create it first with path.parent.mkdir(parents=True)"
+            in_language(
+                f"the folder of '{path.name}' does not exist: create it first with path.parent.mkdir(parents=True)",
+                f"'{path.name}' 所在的文件夹不存在：请先用 path.parent.mkdir(parents=True) 创建它",
+            )
         )
     return path
 
@@ -490,36 +575,71 @@ def _check_save_path(path: Any) -> Path:
 def _check_load_arguments(path: Any, map_location: Any, weights_only: Any, safe_globals: Any) -> Path:
     path = _as_path(path, "path")
     if not isinstance(weights_only, bool):
-        raise TypeError(f"weights_only must be True or False, not {weights_only!r}")
-    if not (map_location is None or isinstance(map_location, str | torch.device | dict) or callable(map_location)):
         raise TypeError(
-            "map_location must be a device such as 'cpu' or torch.device('cuda:0'), a dict such as "
-            f"{{'cuda:1': 'cuda:0'}}, or a function; not {type(map_location).__name__}"
+            in_language(
+                f"weights_only must be True or False, not {weights_only!r}",
+                f"weights_only 必须是 True 或 False，而不是 {weights_only!r}",
+            )
+        )
+    if not (map_location is None or isinstance(map_location, str | torch.device | dict) or callable(map_location)):
+        kind = type(map_location).__name__
+        raise TypeError(
+            in_language(
+                "map_location must be a device such as 'cpu' or torch.device('cuda:0'), a dict such as "
+                f"{{'cuda:1': 'cuda:0'}}, or a function; not {kind}",
+                "map_location 必须是设备，例如 'cpu' 或 torch.device('cuda:0')，或者字典，例如 "
+                f"{{'cuda:1': 'cuda:0'}}，或者函数；而不是 {kind}",
+            )
         )
     if isinstance(map_location, str):
         try:
             torch.device(map_location)
         except RuntimeError:
             raise ValueError(
-                f"map_location {map_location!r} is not a device: pass 'cpu', 'cuda', 'cuda:0' or 'mps'"
+                in_language(
+                    f"map_location {map_location!r} is not a device: pass 'cpu', 'cuda', 'cuda:0' or 'mps'",
+                    f"map_location {map_location!r} 不是设备：请传入 'cpu'、'cuda'、'cuda:0' 或 'mps'",
+                )
             ) from None
     if isinstance(safe_globals, str | type) or not isinstance(safe_globals, Iterable):
-        raise TypeError(f"safe_globals must be a list of classes, e.g. safe_globals=[RunConfig]; not {safe_globals!r}")
+        raise TypeError(
+            in_language(
+                f"safe_globals must be a list of classes, e.g. safe_globals=[RunConfig]; not {safe_globals!r}",
+                f"safe_globals 必须是由类组成的列表，例如 safe_globals=[RunConfig]；而不是 {safe_globals!r}",
+            )
+        )
     return _check_file(path)
 
 
 def _check_file(path: Path) -> Path:
     if not path.exists():
-        folder = "exists" if path.parent.is_dir() else "does not exist either"
+        folder = in_language(
+            "exists" if path.parent.is_dir() else "does not exist either",
+            "存在" if path.parent.is_dir() else "也不存在",
+        )
         raise CheckpointError(
-            f"no checkpoint file '{path.name}' (its folder {folder}): check the path, or start training from scratch"
+            in_language(
+                f"no checkpoint file '{path.name}' (its folder {folder}): check the path, or start training from "
+                "scratch",
+                f"没有检查点文件 '{path.name}'（它所在的文件夹{folder}）：请检查路径，或者从头开始训练",
+            )
         )
     if path.is_dir():
-        raise CheckpointError(f"'{path.name}' is a folder, not a checkpoint file: pass the file inside it")
+        raise CheckpointError(
+            in_language(
+                f"'{path.name}' is a folder, not a checkpoint file: pass the file inside it",
+                f"'{path.name}' 是一个文件夹，不是检查点文件：请传入其中的文件",
+            )
+        )
     if path.stat().st_size == 0:
         raise CheckpointError(
-            f"'{path.name}' is empty (0 bytes), most likely from an interrupted save: load an earlier checkpoint, "
-            "and save with save_checkpoint, which never leaves a partial file under the checkpoint's own name"
+            in_language(
+                f"'{path.name}' is empty (0 bytes), most likely from an interrupted save: load an earlier "
+                "checkpoint, and save with save_checkpoint, which never leaves a partial file under the "
+                "checkpoint's own name",
+                f"'{path.name}' 是空的（0 字节），很可能是保存被中断了：请加载更早的检查点，并用 save_checkpoint "
+                "保存，它从不会在检查点自己的名字下留下不完整的文件",
+            )
         )
     return path
 
@@ -532,9 +652,14 @@ def _images_and_labels(dataset: Any) -> tuple[torch.Tensor, torch.Tensor]:
     """The (images, labels) tensors of a TensorDataset, or of the part of one that a Subset (random_split) picks."""
     base = dataset.dataset if isinstance(dataset, Subset) else dataset
     if not isinstance(base, TensorDataset) or len(base.tensors) != 2:
+        kind = type(dataset).__name__
         raise TypeError(
-            f"dataset must be a TensorDataset(images, labels) or a Subset of one (from random_split), not "
-            f"{type(dataset).__name__}: for a DataLoader pass loader.dataset"
+            in_language(
+                f"dataset must be a TensorDataset(images, labels) or a Subset of one (from random_split), not "
+                f"{kind}: for a DataLoader pass loader.dataset",
+                f"dataset 必须是 TensorDataset(images, labels) 或它的 Subset（来自 random_split），而不是 "
+                f"{kind}：DataLoader 请传入 loader.dataset",
+            )
         )
     images, labels = base.tensors
     if isinstance(dataset, Subset):
@@ -546,19 +671,45 @@ def _images_and_labels(dataset: Any) -> tuple[torch.Tensor, torch.Tensor]:
 def _check_state_dict(state_dict: Any) -> Mapping[str, Any]:
     """Reject what people pass instead of a state_dict, with the fix."""
     if isinstance(state_dict, nn.Module):
-        raise TypeError("pass the model's state_dict(), not the model itself: other_model.state_dict()")
+        raise TypeError(
+            in_language(
+                "pass the model's state_dict(), not the model itself: other_model.state_dict()",
+                "请传入模型的 state_dict()，而不是模型本身：other_model.state_dict()",
+            )
+        )
     if not isinstance(state_dict, Mapping):
-        raise TypeError(f"state_dict must be a mapping of names to tensors, not {type(state_dict).__name__}")
+        kind = type(state_dict).__name__
+        raise TypeError(
+            in_language(
+                f"state_dict must be a mapping of names to tensors, not {kind}",
+                f"state_dict 必须是从名字到张量的映射，而不是 {kind}",
+            )
+        )
     for key, value in state_dict.items():
         if not isinstance(key, str):
-            raise TypeError(f"state_dict keys must be str names such as 'head.weight', not {key!r}")
+            raise TypeError(
+                in_language(
+                    f"state_dict keys must be str names such as 'head.weight', not {key!r}",
+                    f"state_dict 的键必须是 str 名字，例如 'head.weight'，而不是 {key!r}",
+                )
+            )
         if isinstance(value, Mapping):
             raise ValueError(
-                f"state_dict[{key!r}] is a dict: this looks like a whole training checkpoint; pass the model's "
-                f"part, e.g. checkpoint[{key!r}] or checkpoint['model']"
+                in_language(
+                    f"state_dict[{key!r}] is a dict: this looks like a whole training checkpoint; pass the model's "
+                    f"part, e.g. checkpoint[{key!r}] or checkpoint['model']",
+                    f"state_dict[{key!r}] 是一个字典：这看起来是整个训练检查点；请传入其中模型的部分，"
+                    f"例如 checkpoint[{key!r}] 或 checkpoint['model']",
+                )
             )
         if not isinstance(value, torch.Tensor):
-            raise TypeError(f"state_dict[{key!r}] is a {type(value).__name__}, not a tensor: pass model.state_dict()")
+            kind = type(value).__name__
+            raise TypeError(
+                in_language(
+                    f"state_dict[{key!r}] is a {kind}, not a tensor: pass model.state_dict()",
+                    f"state_dict[{key!r}] 是 {kind}，不是张量：请传入 model.state_dict()",
+                )
+            )
     return state_dict
 
 

@@ -16,6 +16,7 @@ from matplotlib.figure import Figure
 from torch import nn
 
 from companion._validate import require_int
+from companion.language import in_language, say
 from companion.plotting import COLUMN_WIDTH
 
 IntPair = int | tuple[int, int]
@@ -106,7 +107,12 @@ def padding_sides(
 def dilate_kernel(weight: torch.Tensor, dilation: IntPair) -> torch.Tensor:
     """The dense kernel equal to `weight` with `dilation`: d-1 zeros inserted between neighbouring taps."""
     if not isinstance(weight, torch.Tensor) or weight.dim() < 2:
-        raise TypeError("weight must be a tensor whose last two dimensions are (kH, kW)")
+        raise TypeError(
+            in_language(
+                "weight must be a tensor whose last two dimensions are (kH, kW)",
+                "weight 必须是最后两个维度为 (kH, kW) 的张量",
+            )
+        )
     dil_h, dil_w = _pair(dilation, "dilation", 1)
     span_h, span_w = effective_kernel_size(tuple(weight.shape[-2:]), (dil_h, dil_w))
     dense = weight.new_zeros(*weight.shape[:-2], span_h, span_w)  # (..., d(kH-1)+1, d(kW-1)+1)
@@ -166,95 +172,195 @@ def _pair(value: object, name: str, smallest: int) -> tuple[int, int]:
     """`value` as (height, width): an int is used for both; each number must be an int >= smallest."""
     numbers = tuple(value) if isinstance(value, tuple | list) else (value,) * 2
     if len(numbers) != 2 or any(isinstance(n, bool) or not isinstance(n, int) for n in numbers):
-        raise TypeError(f"{name} must be an int or a pair of ints such as (2, 1), not {value!r}")
+        raise TypeError(
+            in_language(
+                f"{name} must be an int or a pair of ints such as (2, 1), not {value!r}",
+                f"{name} 必须是一个整数或一对整数，例如 (2, 1)，而不是 {value!r}",
+            )
+        )
     if min(numbers) < smallest:
         what = "positive" if smallest == 1 else "non-negative"
-        raise ValueError(f"{name} must be {what} (>= {smallest}), not {value!r}: the default is {smallest}")
+        what_zh = "正数" if smallest == 1 else "非负数"
+        raise ValueError(
+            in_language(
+                f"{name} must be {what} (>= {smallest}), not {value!r}: the default is {smallest}",
+                f"{name} 必须是{what_zh}（>= {smallest}），而不是 {value!r}：默认值是 {smallest}",
+            )
+        )
     return numbers
 
 
 def _check_padding_string(padding: object) -> None:
     """A string padding is one of PyTorch's two words."""
     if isinstance(padding, str) and padding not in PADDING_STRINGS:
-        raise ValueError(f"padding must be 'same', 'valid', an int or a pair of ints, not {padding!r}")
+        raise ValueError(
+            in_language(
+                f"padding must be 'same', 'valid', an int or a pair of ints, not {padding!r}",
+                f"padding 必须是 'same'、'valid'、一个整数或一对整数，而不是 {padding!r}",
+            )
+        )
 
 
 def _check_same_padding(stride: IntPair) -> None:
     """'same' keeps the size only with stride 1."""
     if _pair(stride, "stride", 1) != (1, 1):
-        raise ValueError("padding='same' needs stride=1: with a larger stride give the padding as numbers")
+        raise ValueError(
+            in_language(
+                "padding='same' needs stride=1: with a larger stride give the padding as numbers",
+                "padding='same' 要求 stride=1：步幅更大时请用数字给出填充",
+            )
+        )
 
 
 def _check_kernel_fits(span: tuple[int, int], padded: tuple[int, int]) -> None:
     """The dilated kernel must fit into the padded input."""
     if span[0] > padded[0] or span[1] > padded[1]:
         raise ValueError(
-            f"the kernel spans {span[0]} x {span[1]} (dilation*(kernel_size-1)+1) but the padded input is only "
-            f"{padded[0]} x {padded[1]}: use a larger input, more padding, a smaller kernel or a smaller dilation"
+            in_language(
+                f"the kernel spans {span[0]} x {span[1]} (dilation*(kernel_size-1)+1) but the padded input is only "
+                f"{padded[0]} x {padded[1]}: use a larger input, more padding, a smaller kernel or a smaller dilation",
+                f"卷积核覆盖 {span[0]} x {span[1]}（dilation*(kernel_size-1)+1），而填充后的输入只有 "
+                f"{padded[0]} x {padded[1]}：请用更大的输入、更多填充、更小的卷积核或更小的空洞率",
+            )
         )
 
 
 def _check_conv_args(input, weight, bias, groups) -> None:
     """Apply PyTorch's shape rules for conv2d, with messages that say what to pass instead."""
     if not isinstance(input, torch.Tensor) or not isinstance(weight, torch.Tensor):
-        raise TypeError("input and weight must be tensors, e.g. torch.randn(1, 3, 8, 8) and torch.randn(4, 3, 3, 3)")
+        raise TypeError(
+            in_language(
+                "input and weight must be tensors, e.g. torch.randn(1, 3, 8, 8) and torch.randn(4, 3, 3, 3)",
+                "input 和 weight 必须是张量，例如 torch.randn(1, 3, 8, 8) 和 torch.randn(4, 3, 3, 3)",
+            )
+        )
     if bias is not None and not isinstance(bias, torch.Tensor):
-        raise TypeError(f"bias must be None or a tensor of shape (out_channels,), not {type(bias).__name__}")
+        kind = type(bias).__name__
+        raise TypeError(
+            in_language(
+                f"bias must be None or a tensor of shape (out_channels,), not {kind}",
+                f"bias 必须是 None 或形状为 (out_channels,) 的张量，而不是 {kind}",
+            )
+        )
     if input.dim() != 4:
-        raise ValueError(f"input has shape {tuple(input.shape)}: pass (N, C_in, H, W), or (C_in, H, W) for one image")
+        shape = tuple(input.shape)
+        raise ValueError(
+            in_language(
+                f"input has shape {shape}: pass (N, C_in, H, W), or (C_in, H, W) for one image",
+                f"input 的形状是 {shape}：请传入 (N, C_in, H, W)，单张图像传入 (C_in, H, W)",
+            )
+        )
     if weight.dim() != 4:
-        raise ValueError(f"weight has shape {tuple(weight.shape)}: pass (C_out, C_in // groups, kH, kW)")
+        shape = tuple(weight.shape)
+        raise ValueError(
+            in_language(
+                f"weight has shape {shape}: pass (C_out, C_in // groups, kH, kW)",
+                f"weight 的形状是 {shape}：请传入 (C_out, C_in // groups, kH, kW)",
+            )
+        )
     if not input.is_floating_point() or not weight.is_floating_point():
         raise TypeError(
-            f"input and weight must be floating point, not {input.dtype} and {weight.dtype} (F.conv2d refuses "
-            "integers): pass input.float() and weight.float()"
+            in_language(
+                f"input and weight must be floating point, not {input.dtype} and {weight.dtype} (F.conv2d refuses "
+                "integers): pass input.float() and weight.float()",
+                f"input 和 weight 必须是浮点数，而不是 {input.dtype} 和 {weight.dtype}（F.conv2d 不接受整数）："
+                "请传入 input.float() 和 weight.float()",
+            )
         )
     if require_int(groups, "groups") < 1:
-        raise ValueError(f"groups must be positive, not {groups}: 1 is an ordinary convolution")
+        raise ValueError(
+            in_language(
+                f"groups must be positive, not {groups}: 1 is an ordinary convolution",
+                f"groups 必须是正数，而不是 {groups}：1 就是普通卷积",
+            )
+        )
     in_channels, out_channels = input.shape[1], weight.shape[0]
     if in_channels % groups:
+        divisors = [g for g in range(1, in_channels + 1) if in_channels % g == 0]
         raise ValueError(
-            f"in_channels ({in_channels}) must be divisible by groups ({groups}): choose groups among the "
-            f"divisors {[g for g in range(1, in_channels + 1) if in_channels % g == 0]}"
+            in_language(
+                f"in_channels ({in_channels}) must be divisible by groups ({groups}): choose groups among the "
+                f"divisors {divisors}",
+                f"in_channels（{in_channels}）必须能被 groups（{groups}）整除：请从它的约数 {divisors} 中选 groups",
+            )
         )
     if out_channels % groups:
         raise ValueError(
-            f"out_channels ({out_channels}) must be divisible by groups ({groups}): use a multiple of {groups} kernels"
+            in_language(
+                f"out_channels ({out_channels}) must be divisible by groups ({groups}): use a multiple of {groups} "
+                "kernels",
+                f"out_channels（{out_channels}）必须能被 groups（{groups}）整除：卷积核的个数请用 {groups} 的倍数",
+            )
         )
     if weight.shape[1] != in_channels // groups:
+        per_group = in_channels // groups
+        shape = tuple(weight.shape)
+        wanted = (out_channels, per_group, weight.shape[2], weight.shape[3])
         raise ValueError(
-            f"weight has shape {tuple(weight.shape)}, but with {in_channels} input channels and groups={groups} "
-            f"each kernel holds {in_channels // groups} channels: pass weight of shape "
-            f"({out_channels}, {in_channels // groups}, {weight.shape[2]}, {weight.shape[3]})"
+            in_language(
+                f"weight has shape {shape}, but with {in_channels} input channels and groups={groups} "
+                f"each kernel holds {per_group} channels: pass weight of shape {wanted}",
+                f"weight 的形状是 {shape}，但输入有 {in_channels} 个通道、groups={groups} 时，"
+                f"每个卷积核含 {per_group} 个通道：请传入形状为 {wanted} 的 weight",
+            )
         )
     if bias is not None and tuple(bias.shape) != (out_channels,):
-        raise ValueError(f"bias has shape {tuple(bias.shape)}: pass one number per output channel, ({out_channels},)")
+        shape = tuple(bias.shape)
+        raise ValueError(
+            in_language(
+                f"bias has shape {shape}: pass one number per output channel, ({out_channels},)",
+                f"bias 的形状是 {shape}：请给每个输出通道一个数，形状 ({out_channels},)",
+            )
+        )
 
 
 def _check_layers(layers) -> list[tuple[int, int, int]]:
     """A list of (kernel_size, stride, dilation) triples of positive ints."""
     if isinstance(layers, str) or not isinstance(layers, Sequence):
         raise TypeError(
-            f"layers must be a list of (kernel_size, stride, dilation) triples, e.g. [(3, 1, 1)], not {layers!r}"
+            in_language(
+                f"layers must be a list of (kernel_size, stride, dilation) triples, e.g. [(3, 1, 1)], not {layers!r}",
+                f"layers 必须是 (kernel_size, stride, dilation) 三元组的列表，例如 [(3, 1, 1)]，而不是 {layers!r}",
+            )
         )
     for layer in layers:
         if not isinstance(layer, tuple | list) or len(layer) != 3 or not all(type(n) is int for n in layer):
-            raise TypeError(f"each layer must be a (kernel_size, stride, dilation) triple of ints, not {layer!r}")
+            raise TypeError(
+                in_language(
+                    f"each layer must be a (kernel_size, stride, dilation) triple of ints, not {layer!r}",
+                    f"每一层必须是由整数组成的 (kernel_size, stride, dilation) 三元组，而不是 {layer!r}",
+                )
+            )
         if min(layer) < 1:
-            raise ValueError(f"kernel_size, stride and dilation must be positive, not {layer!r}")
+            raise ValueError(
+                in_language(
+                    f"kernel_size, stride and dilation must be positive, not {layer!r}",
+                    f"kernel_size、stride 和 dilation 必须是正数，而不是 {layer!r}",
+                )
+            )
     return [tuple(layer) for layer in layers]
 
 
 def _check_model_input(model, in_channels) -> None:
     """A module whose first convolution takes `in_channels` channels."""
     if not isinstance(model, nn.Module):
-        raise TypeError(f"model must be an nn.Module such as nn.Conv2d(1, 1, 3), not {type(model).__name__}")
+        kind = type(model).__name__
+        raise TypeError(
+            in_language(
+                f"model must be an nn.Module such as nn.Conv2d(1, 1, 3), not {kind}",
+                f"model 必须是 nn.Module，例如 nn.Conv2d(1, 1, 3)，而不是 {kind}",
+            )
+        )
     require_int(in_channels, "in_channels", 1)
     first = next((m for m in model.modules() if isinstance(m, nn.Conv2d)), None)
     if first is not None and first.in_channels != in_channels:
         raise ValueError(
-            f"the model's first convolution takes {first.in_channels} input channels, not {in_channels}: "
-            f"pass in_channels={first.in_channels}"
+            in_language(
+                f"the model's first convolution takes {first.in_channels} input channels, not {in_channels}: "
+                f"pass in_channels={first.in_channels}",
+                f"模型的第一个卷积接受 {first.in_channels} 个输入通道，而不是 {in_channels}："
+                f"请传入 in_channels={first.in_channels}",
+            )
         )
 
 
@@ -282,33 +388,39 @@ def plot_dilation(kernel_size: int = 3, dilations: Sequence[int] = (1, 2, 3), in
         ax.set_ylim(input_size, 0)
         ax.set_aspect("equal")
         ax.set_axis_off()
-        ax.set_title(f"dilation={dilation}: span {span}×{span}\n空洞率 {dilation}：覆盖 {span}×{span}", fontsize=10)
+        ax.set_title(
+            say(f"dilation={dilation}: span {span}×{span}", f"空洞率 {dilation}：覆盖 {span}×{span}", "\n"), fontsize=10
+        )
     size = f"{kernel_size}×{kernel_size}"
-    fig.suptitle(f"{size} kernel, {kernel_size**2} weights / {size} 卷积核，{kernel_size**2} 个权重", fontsize=11)
+    fig.suptitle(
+        say(f"{size} kernel, {kernel_size**2} weights", f"{size} 卷积核，{kernel_size**2} 个权重"), fontsize=11
+    )
     return fig
 
 
 def plot_edge_responses(
     image: torch.Tensor,
     kernels: torch.Tensor,
-    titles: Sequence[str] = ("vertical edges / 竖直边缘", "horizontal edges / 水平边缘"),
+    titles: Sequence[str] | None = None,
     row: int | None = None,
 ) -> Figure:
     """Draw a (1, H, W) image and its response map to each of the (C_out, 1, kH, kW) kernels, side by side.
 
     The maps are `F.conv2d(image, kernels, padding="same")`, on one colour scale centred on 0: red where the window
     looks like the kernel (positive), blue where it looks like the kernel with its sign flipped. `row` frames one row
-    of pixels in every panel: the row the lesson prints.
+    of pixels in every panel: the row the lesson prints. `titles` default to "vertical edges", "horizontal edges".
     """
+    if titles is None:  # chosen at the call, not at import: the edition's language may be set after the import
+        titles = (say("vertical edges", "竖直边缘"), say("horizontal edges", "水平边缘"))
     responses = F.conv2d(image, kernels, padding="same")  # (1, H, W) -> (C_out, H, W)
     limit = float(responses.abs().max())
     fig, axes = plt.subplots(1, 1 + len(responses), figsize=(COLUMN_WIDTH, 2.9), layout="constrained")
     axes[0].imshow(image[0].numpy(), cmap="gray_r", vmin=0.0, vmax=1.0)  # ink dark on white paper
-    axes[0].set_title("input / 输入", fontsize=10)
+    axes[0].set_title(say("input", "输入"), fontsize=10)
     for ax, response, title in zip(axes[1:], responses, titles, strict=True):
         shown = ax.imshow(response.numpy(), cmap="RdBu_r", vmin=-limit, vmax=limit)
         ax.set_title(title, fontsize=10)
-    fig.colorbar(shown, ax=list(axes[1:]), shrink=0.85, label="response / 响应")
+    fig.colorbar(shown, ax=list(axes[1:]), shrink=0.85, label=say("response", "响应"))
     width = image.shape[-1]
     for ax in axes:
         ax.set_xticks([])

@@ -13,6 +13,7 @@ import torch
 
 from companion._validate import require_int
 from companion.exercises import WrongAnswer
+from companion.language import by_language, in_language
 from companion.plotting import use_course_style
 
 
@@ -20,7 +21,12 @@ def setup_notebook(seed: int = 0) -> None:
     """Make a lesson print the same on every run and machine: seeds, one thread, AVX2 kernels, print options, style."""
     require_int(seed, "seed", example=0)
     if not 0 <= seed < 2**32:
-        raise ValueError(f"seed must be between 0 and 2**32 - 1 (NumPy's limit), not {seed}")
+        raise ValueError(
+            in_language(
+                f"seed must be between 0 and 2**32 - 1 (NumPy's limit), not {seed}",
+                f"seed 必须在 0 到 2**32 - 1 之间（NumPy 的上限），而不是 {seed}",
+            )
+        )
     random.seed(seed)
     np.random.seed(seed)
     torch.manual_seed(seed)  # also seeds every CUDA and MPS device
@@ -31,7 +37,14 @@ def setup_notebook(seed: int = 0) -> None:
     np.set_printoptions(legacy=False, precision=8, suppress=False)
     use_course_style()
     _use_notebook_display()
-    print(f"Ready / 准备就绪: seed {seed}, 1 CPU thread, default print options, course plot style")
+    settings = f"seed {seed}, 1 CPU thread, default print options, course plot style"
+    print(
+        by_language(
+            f"Ready: {settings}",
+            f"准备就绪：随机种子 {seed}，1 个 CPU 线程，默认打印选项，课程绘图样式",
+            f"Ready / 准备就绪: {settings}",
+        )
+    )
 
 
 # PyTorch's own kernels, MKL's matrix products and oneDNN's convolutions each pick the widest vector instructions
@@ -56,12 +69,13 @@ def _pin_x86_kernels() -> None:
 def environment_report() -> str:
     """Versions and accelerators of this machine, one per line: what to paste into a bug report."""
     mps = getattr(torch.backends, "mps", None)
+    cuda, count = torch.cuda.is_available(), torch.cuda.device_count()
     lines = [
         f"Python      {platform.python_version()}",
         f"PyTorch     {torch.__version__}",
         f"NumPy       {np.__version__}",
         f"Matplotlib  {matplotlib.__version__}",
-        f"CUDA        {torch.cuda.is_available()} ({torch.cuda.device_count()} device(s))",
+        in_language(f"CUDA        {cuda} ({count} device(s))", f"CUDA        {cuda}（{count} 个设备）"),
         f"MPS         {bool(mps and mps.is_available())}",
     ]
     lines += [f"  cuda:{i}  {torch.cuda.get_device_name(i)}" for i in range(torch.cuda.device_count())]
@@ -125,5 +139,10 @@ def _raising_line(shell, tb) -> list[str]:
 def show_source(obj: object) -> None:
     """Print the source code of a function or class, so the page (and the handout) shows the code itself."""
     if not (inspect.isfunction(obj) or inspect.isclass(obj) or inspect.ismethod(obj)):
-        raise TypeError(f"show_source takes a function, method or class, not {type(obj).__name__}")
+        raise TypeError(
+            in_language(
+                f"show_source takes a function, method or class, not {type(obj).__name__}",
+                f"show_source 接受函数、方法或类，而不是 {type(obj).__name__}",
+            )
+        )
     print(inspect.getsource(obj).rstrip())

@@ -16,6 +16,7 @@ import torch
 from torch.utils.data import DataLoader, Dataset, IterableDataset, TensorDataset, get_worker_info
 
 from companion._validate import require_int, require_number
+from companion.language import in_language, say
 
 if TYPE_CHECKING:  # matplotlib is imported only when a picture is drawn: DataLoader workers import this module
     from matplotlib.figure import Figure
@@ -43,7 +44,12 @@ def read_sklearn_digits() -> tuple[np.ndarray, np.ndarray]:
     """
     spec = importlib.util.find_spec("sklearn")
     if spec is None or not spec.submodule_search_locations:
-        raise ModuleNotFoundError("the digits come with scikit-learn: install the course's environment (make lab)")
+        raise ModuleNotFoundError(
+            in_language(
+                "the digits come with scikit-learn: install the course's environment (make lab)",
+                "手写数字数据随 scikit-learn 提供：请安装课程的环境（make lab）",
+            )
+        )
     path = Path(spec.submodule_search_locations[0]) / "datasets" / "data" / "digits.csv.gz"
     if not path.exists():  # another layout in some scikit-learn version: ask scikit-learn itself
         from sklearn.datasets import load_digits as sklearn_load_digits
@@ -103,15 +109,22 @@ def plot_batches(n: int = 10, batch_size: int = 4, seed: int = 0) -> "Figure":
     ax.set_ylim(len(table), 0)
     ax.set_aspect("equal")  # square boxes
     ax.set_xticks(
-        [b * step + batch_size / 2 for b in range(batches_per_epoch)], [f"batch {b}" for b in range(batches_per_epoch)]
+        [b * step + batch_size / 2 for b in range(batches_per_epoch)],
+        [in_language(f"batch {b}", f"第 {b} 批") for b in range(batches_per_epoch)],
     )
-    ax.set_yticks([r + 0.5 for r in range(len(table))], list(table))
+    ax.set_yticks([r + 0.5 for r in range(len(table))], [_case_label(name) for name in table])
     ax.xaxis.tick_top()
     ax.tick_params(length=0)
     for spine in ax.spines.values():
         spine.set_visible(False)
-    ax.set_xlabel("hatched: left out by drop_last=True / 斜线格：drop_last=True 丢掉的样本")
+    ax.set_xlabel(say("hatched: left out by drop_last=True", "斜线格：drop_last=True 丢掉的样本"))
     return fig
+
+
+def _case_label(name: str) -> str:
+    """A row label of plot_batches: "shuffle=True, epoch 1" in the edition's language (English in the bilingual)."""
+    options, _, epoch = name.rpartition(", epoch ")
+    return in_language(name, f"{options.replace(', ', '，')}，第 {epoch} 轮" if options else name)
 
 
 class NoisyIndices(Dataset):
@@ -169,10 +182,17 @@ class NumberStream(IterableDataset):
 
 
 def _check_split(test_fraction, seed) -> None:
-    require_number(test_fraction, "test_fraction", example="0.25 (between 0 and 1)")
+    require_number(
+        test_fraction, "test_fraction", example=in_language("0.25 (between 0 and 1)", "0.25（在 0 和 1 之间）")
+    )
     require_int(seed, "seed", example=0)
     if not 0 < test_fraction < 1:
-        raise ValueError(f"test_fraction must be between 0 and 1 (e.g. 0.25), not {test_fraction}")
+        raise ValueError(
+            in_language(
+                f"test_fraction must be between 0 and 1 (e.g. 0.25), not {test_fraction}",
+                f"test_fraction 必须在 0 和 1 之间（例如 0.25），而不是 {test_fraction}",
+            )
+        )
 
 
 def _check_length(length, name: str = "length") -> int:
@@ -181,5 +201,9 @@ def _check_length(length, name: str = "length") -> int:
 
 def _check_bool(value, name: str) -> bool:
     if not isinstance(value, bool):
-        raise TypeError(f"{name} must be True or False, not {value!r}")
+        raise TypeError(
+            in_language(
+                f"{name} must be True or False, not {value!r}", f"{name} 必须是 True 或 False，而不是 {value!r}"
+            )
+        )
     return value

@@ -22,6 +22,7 @@ from torch.utils.data import DistributedSampler, TensorDataset
 
 from companion._validate import require_int
 from companion.devices import pick_device
+from companion.language import in_language, say
 
 if TYPE_CHECKING:  # matplotlib is imported only when a picture is drawn: every rank imports this module
     from matplotlib.figure import Figure
@@ -59,15 +60,24 @@ def local_rank_from(argument: int | None, environ: Mapping[str, str] = os.enviro
         return int(argument)
     if "LOCAL_RANK" not in environ:
         raise ValueError(
-            "no --local-rank argument and no LOCAL_RANK variable: start the script with torchrun "
-            "(python -m torch.distributed.run --nproc-per-node=2 ...), which sets LOCAL_RANK for every rank"
+            in_language(
+                "no --local-rank argument and no LOCAL_RANK variable: start the script with torchrun "
+                "(python -m torch.distributed.run --nproc-per-node=2 ...), which sets LOCAL_RANK for every rank",
+                "既没有 --local-rank 参数，也没有 LOCAL_RANK 变量：请用 torchrun 启动脚本"
+                "（python -m torch.distributed.run --nproc-per-node=2 ...），它会为每个 rank 设置 LOCAL_RANK",
+            )
         )
     try:
         return int(environ["LOCAL_RANK"])
     except ValueError:
+        value = environ["LOCAL_RANK"]
         raise ValueError(
-            f"LOCAL_RANK is {environ['LOCAL_RANK']!r}, not a number: start the script with torchrun, which sets "
-            "LOCAL_RANK to 0, 1, ... for the ranks of each node"
+            in_language(
+                f"LOCAL_RANK is {value!r}, not a number: start the script with torchrun, which sets "
+                "LOCAL_RANK to 0, 1, ... for the ranks of each node",
+                f"LOCAL_RANK 是 {value!r}，不是数字：请用 torchrun 启动脚本，它会把每个节点上各 rank 的 "
+                "LOCAL_RANK 设为 0, 1, ...",
+            )
         ) from None
 
 
@@ -126,10 +136,15 @@ def plot_allreduce(model: nn.Module, x: torch.Tensor, y: torch.Tensor, world_siz
     colours = plt.get_cmap("tab10").colors
     fig = plt.figure(figsize=(COLUMN_WIDTH, 5.2), layout="constrained")
     rows = fig.subfigures(2, 1)
-    rows[0].suptitle("each rank: the gradient of its share of the batch\n每个 rank：自己那份数据的梯度", fontsize=10)
+    rows[0].suptitle(
+        say("each rank: the gradient of its share of the batch", "每个 rank：自己那份数据的梯度", "\n"), fontsize=10
+    )
     rows[1].suptitle(
-        f"each rank divides by {world_size}, the all-reduce sums: every rank holds the same gradient\n"
-        f"每个 rank 先除以 {world_size}，all-reduce 再求和：每个 rank 拿到同一个梯度",
+        say(
+            f"each rank divides by {world_size}, the all-reduce sums: every rank holds the same gradient",
+            f"每个 rank 先除以 {world_size}，all-reduce 再求和：每个 rank 拿到同一个梯度",
+            "\n",
+        ),
         fontsize=10,
     )
     top, bottom = (row.subplots(1, world_size, sharey=True, squeeze=False)[0] for row in rows)
@@ -139,8 +154,8 @@ def plot_allreduce(model: nn.Module, x: torch.Tensor, y: torch.Tensor, world_siz
     for rank in range(world_size):
         count = len(x[rank::world_size])
         for ax, heights, colour, title in (
-            (top[rank], shares[rank], colours[rank], f"rank {rank}: {count} samples / {count} 个样本"),
-            (bottom[rank], reduced[rank], "0.55", f"rank {rank} after all-reduce / all-reduce 之后"),
+            (top[rank], shares[rank], colours[rank], f"rank {rank}: {say(f'{count} samples', f'{count} 个样本')}"),
+            (bottom[rank], reduced[rank], "0.55", f"rank {rank} {say('after all-reduce', 'all-reduce 之后')}"),
         ):
             bars = ax.bar(range(len(names)), heights.tolist(), color=colour)
             ax.bar_label(bars, fmt="%.3f", fontsize=10, padding=2)
@@ -155,10 +170,10 @@ def plot_allreduce(model: nn.Module, x: torch.Tensor, y: torch.Tensor, world_siz
             color="black",
             markersize=30,
             markeredgewidth=2,
-            label="whole batch / 整批",
+            label=say("whole batch", "整批"),
         )
-    top[0].set_ylabel("gradient / 梯度")
-    bottom[0].set_ylabel("gradient / 梯度")
+    top[0].set_ylabel(say("gradient", "梯度"))
+    bottom[0].set_ylabel(say("gradient", "梯度"))
     fig.legend(*bottom[0].get_legend_handles_labels(), loc="outside lower center", fontsize=10)
     return fig
 
@@ -204,13 +219,19 @@ def plot_sampler(n: int = 10, num_replicas: int = 3, epochs: int = 3, seed: int 
         ax.set_xlim(0, per_rank * num_replicas)
         ax.set_ylim(epochs, 0)
         ax.set_xticks([(r + 0.5) * per_rank for r in range(num_replicas)], [f"rank {r}" for r in range(num_replicas)])
-        ax.set_yticks([e + 0.5 for e in range(epochs)], [f"epoch {e}" for e in range(epochs)])
+        ax.set_yticks(
+            [e + 0.5 for e in range(epochs)], [in_language(f"epoch {e}", f"第 {e} 轮") for e in range(epochs)]
+        )
         ax.tick_params(length=0)
         for spine in ax.spines.values():
             spine.set_visible(False)
-        title = "with set_epoch(epoch) / 每轮调用 set_epoch" if set_epoch else "without set_epoch / 不调用 set_epoch"
+        title = (
+            say("with set_epoch(epoch)", "每轮调用 set_epoch")
+            if set_epoch
+            else say("without set_epoch", "不调用 set_epoch")
+        )
         ax.set_title(title, fontsize=10)
-    axes[-1].set_xlabel("hatched: padding, repeated from the start / 斜线格：从头重复取的填充样本")
+    axes[-1].set_xlabel(say("hatched: padding, repeated from the start", "斜线格：从头重复取的填充样本"))
     return fig
 
 
@@ -253,15 +274,30 @@ def spawn_worker(
 
 def _check_local_rank(local_rank: object) -> None:
     if isinstance(local_rank, str):
-        raise TypeError(f"local_rank must be an int such as int(os.environ['LOCAL_RANK']), not {local_rank!r}")
+        raise TypeError(
+            in_language(
+                f"local_rank must be an int such as int(os.environ['LOCAL_RANK']), not {local_rank!r}",
+                f"local_rank 必须是整数，例如 int(os.environ['LOCAL_RANK'])，而不是 {local_rank!r}",
+            )
+        )
     require_int(local_rank, "local_rank")
     if local_rank < 0:
-        raise ValueError(f"local_rank must be 0 or more, not {local_rank}: read it from $LOCAL_RANK")
+        raise ValueError(
+            in_language(
+                f"local_rank must be 0 or more, not {local_rank}: read it from $LOCAL_RANK",
+                f"local_rank 必须大于等于 0，而不是 {local_rank}：请从 $LOCAL_RANK 读取",
+            )
+        )
 
 
 def _check_gpu_count(local_rank: int, count: int) -> None:
     if local_rank >= count:
         raise ValueError(
-            f"local rank {local_rank} needs cuda:{local_rank}, but this machine has {count} CUDA device(s): start "
-            f"at most {count} processes per node (--nproc-per-node={count}), or run on the CPU with COURSE_DEVICE=cpu"
+            in_language(
+                f"local rank {local_rank} needs cuda:{local_rank}, but this machine has {count} CUDA device(s): "
+                f"start at most {count} processes per node (--nproc-per-node={count}), or run on the CPU with "
+                "COURSE_DEVICE=cpu",
+                f"local rank {local_rank} 需要 cuda:{local_rank}，但这台机器只有 {count} 个 CUDA 设备："
+                f"每个节点最多启动 {count} 个进程（--nproc-per-node={count}），或者用 COURSE_DEVICE=cpu 在 CPU 上运行",
+            )
         )

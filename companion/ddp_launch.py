@@ -25,12 +25,15 @@ from companion._ports import free_port
 from companion._torch_errors import SPAWN_RANK_TERMINATED
 from companion._validate import require_int
 from companion.ddp import spawn_worker
+from companion.language import in_language
 
 PACKAGE_ROOT = Path(__file__).resolve().parent.parent
 TORCHRUN = [sys.executable, "-m", "torch.distributed.run"]  # `torchrun` itself may not be on the kernel's PATH
 OLD_LAUNCHER = [sys.executable, "-m", "torch.distributed.launch"]
-# The argument handling of the notes' ddp.py, plus two prints that show what each rank receives.
-NOTES_SCRIPT = """\
+# The argument handling of the notes' ddp.py, plus two prints that show what each rank receives. The lesson prints
+# the script, so the Chinese edition's prints are in Chinese; `NOTES_SCRIPT` (a module attribute, see __getattr__)
+# is this edition's.
+_NOTES_SCRIPT = """\
 import argparse
 import os
 import sys
@@ -42,9 +45,20 @@ parser.add_argument("--local_rank", default=-1, type=int)
 args = parser.parse_args()
 print(f"rank {rank}: args.local_rank = {args.local_rank}", flush=True)
 """
+_NOTES_SCRIPT_ZH = _NOTES_SCRIPT.replace(
+    "rank {rank}: arguments {sys.argv[1:]}, ", "rank {rank}：参数 {sys.argv[1:]}，"
+)
+_NOTES_SCRIPT_ZH = _NOTES_SCRIPT_ZH.replace("rank {rank}: args", "rank {rank}：args")
 # After one agent of a multi-node run fails, how long the others get to notice before they are stopped.
 FAILURE_GRACE_S = 15.0
 RESULT_KEYS = ("rank", "local_rank", "node_rank", "world_size", "backend", "device")  # what describe() shows
+
+
+def __getattr__(name: str) -> str:
+    """NOTES_SCRIPT in the edition's language, chosen when it is looked up (the kernel's COURSE_LANG)."""
+    if name == "NOTES_SCRIPT":
+        return in_language(_NOTES_SCRIPT, _NOTES_SCRIPT_ZH)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class LaunchError(RuntimeError):
@@ -183,10 +197,19 @@ def describe(results: Sequence[dict]) -> str:
     for r in results:
         missing = [key for key in RESULT_KEYS if key not in r]
         if missing:
-            raise ValueError(f"a result lacks {missing}: pass the results of launch() (or launch_nodes(), spawn())")
+            raise ValueError(
+                in_language(
+                    f"a result lacks {missing}: pass the results of launch() (or launch_nodes(), spawn())",
+                    f"结果里缺少 {missing}：请传入 launch()（或 launch_nodes()、spawn()）的结果",
+                )
+            )
     return "\n".join(
-        f"rank {r['rank']}: local rank {r['local_rank']}, node {r['node_rank']}, world size {r['world_size']}, "
-        f"{r['backend']} on {r['device']}"
+        in_language(
+            f"rank {r['rank']}: local rank {r['local_rank']}, node {r['node_rank']}, world size {r['world_size']}, "
+            f"{r['backend']} on {r['device']}",
+            f"rank {r['rank']}：local_rank {r['local_rank']}，节点 {r['node_rank']}，world_size {r['world_size']}，"
+            f"{r['backend']}，在 {r['device']} 上",
+        )
         for r in results
     )
 
@@ -212,10 +235,20 @@ def node_command(
     _check_count(nnodes, "nnodes")
     _check_count(nproc_per_node, "nproc_per_node")
     if not 0 <= node_rank < nnodes:
-        raise ValueError(f"node_rank must be in 0..{nnodes - 1} for nnodes={nnodes}, not {node_rank}")
+        raise ValueError(
+            in_language(
+                f"node_rank must be in 0..{nnodes - 1} for nnodes={nnodes}, not {node_rank}",
+                f"node_rank 必须在 0..{nnodes - 1} 内（nnodes={nnodes}），而不是 {node_rank}",
+            )
+        )
     require_int(port, "port", example="free_port()")
     if not 1 <= port <= 65535:
-        raise ValueError(f"port must be a TCP port in 1..65535, e.g. free_port(), not {port}")
+        raise ValueError(
+            in_language(
+                f"port must be a TCP port in 1..65535, e.g. free_port(), not {port}",
+                f"port 必须是 1..65535 内的 TCP 端口，例如 free_port()，而不是 {port}",
+            )
+        )
     sizes = [f"--nnodes={nnodes}", f"--node-rank={node_rank}", f"--nproc-per-node={nproc_per_node}"]
     if rendezvous == "static":
         meeting = ["--master-addr=127.0.0.1", f"--master-port={port}"]
@@ -228,7 +261,12 @@ def node_command(
             "--local-addr=127.0.0.1",
         ]
     else:
-        raise ValueError(f"rendezvous must be 'static' or 'c10d', not {rendezvous!r}")
+        raise ValueError(
+            in_language(
+                f"rendezvous must be 'static' or 'c10d', not {rendezvous!r}",
+                f"rendezvous 必须是 'static' 或 'c10d'，而不是 {rendezvous!r}",
+            )
+        )
     return [*TORCHRUN, *sizes, *meeting, *_check_args([script, *args])]
 
 
@@ -236,7 +274,11 @@ def shown(command: Sequence[str]) -> str:
     """A command as you would type it: `torchrun` for the launcher module, OUT for the folder, PORT for the port."""
     if isinstance(command, str):
         raise TypeError(
-            "shown takes the words of a command: pass the command as a list of words, e.g. torchrun_command(2, script)"
+            in_language(
+                "shown takes the words of a command: pass the command as a list of words, e.g. "
+                "torchrun_command(2, script)",
+                "shown 接受的是命令的各个词：请把命令作为词的列表传入，例如 torchrun_command(2, script)",
+            )
         )
     words = list(command)
     for prefix, name in ((TORCHRUN, "torchrun"), (OLD_LAUNCHER, "python -m torch.distributed.launch")):
@@ -257,7 +299,13 @@ def worker_environment(device: str | None = None, log_dir: str | Path | None = N
         env.setdefault("USE_LIBUV", "0")
     if device is not None:
         if not isinstance(device, str):
-            raise TypeError(f"device must be a name such as 'cpu' or 'cuda', not {type(device).__name__}")
+            kind = type(device).__name__
+            raise TypeError(
+                in_language(
+                    f"device must be a name such as 'cpu' or 'cuda', not {kind}",
+                    f"device 必须是设备名，例如 'cpu' 或 'cuda'，而不是 {kind}",
+                )
+            )
         env["COURSE_DEVICE"] = device
     if log_dir is not None:
         env["PET_LOG_DIR"] = str(log_dir)
@@ -271,7 +319,12 @@ def worker_environment(device: str | None = None, log_dir: str | Path | None = N
 def still_running(marker: str | Path) -> list[int]:
     """Process ids of every process whose command line contains `marker` (e.g. a launch's work folder)."""
     if not str(marker).strip():
-        raise ValueError("an empty marker matches every process: pass a marker such as the launch's work folder")
+        raise ValueError(
+            in_language(
+                "an empty marker matches every process: pass a marker such as the launch's work folder",
+                "空的 marker 会匹配所有进程：请传入一个标记，例如这次启动的工作文件夹",
+            )
+        )
     found = []
     for process in psutil.process_iter(["cmdline"]):
         try:
@@ -284,7 +337,7 @@ def still_running(marker: str | Path) -> list[int]:
 
 def stop_process_tree(pid: int, grace: float = 5.0) -> None:
     """Stop process `pid` and all its descendants: SIGTERM first, SIGKILL for whatever is left after `grace` s."""
-    require_int(pid, "pid", example="one from still_running(marker)")
+    require_int(pid, "pid", example=in_language("one from still_running(marker)", "still_running(marker) 给出的一个"))
     try:
         root = psutil.Process(pid)
         family = [*root.children(recursive=True), root]  # the list first: orphans could no longer be found
@@ -311,24 +364,41 @@ def stop_process_tree(pid: int, grace: float = 5.0) -> None:
 def _check_count(value: int, name: str) -> None:
     require_int(value, name)
     if not 1 <= value <= 64:
-        raise ValueError(f"{name} must be between 1 and 64, not {value}")
+        raise ValueError(
+            in_language(f"{name} must be between 1 and 64, not {value}", f"{name} 必须在 1 和 64 之间，而不是 {value}")
+        )
 
 
 def _check_args(args: Sequence[str]) -> list[str]:
     if not all(isinstance(a, str) for a in args):
-        raise TypeError(f"pass the script's arguments as strings, e.g. '--epochs', '2', not {list(args)!r}")
+        raise TypeError(
+            in_language(
+                f"pass the script's arguments as strings, e.g. '--epochs', '2', not {list(args)!r}",
+                f"脚本的参数请用字符串传入，例如 '--epochs', '2'，而不是 {list(args)!r}",
+            )
+        )
     return list(args)
 
 
 def _check_script(script: str | Path) -> Path:
     """The script as an absolute path (the ranks start in their work folder), or an error that says what to pass."""
     if not isinstance(script, str | os.PathLike):
-        raise TypeError(f"script must be the path of a Python file such as 'ddp/train.py', not {type(script).__name__}")
+        kind = type(script).__name__
+        raise TypeError(
+            in_language(
+                f"script must be the path of a Python file such as 'ddp/train.py', not {kind}",
+                f"script 必须是 Python 文件的路径，例如 'ddp/train.py'，而不是 {kind}",
+            )
+        )
     path = Path(script)
     if not path.is_file():
         raise FileNotFoundError(
-            f"no script '{script}' here: run the cell that writes it (%%writefile {script}) first, "
-            "or pass the path of a Python file"
+            in_language(
+                f"no script '{script}' here: run the cell that writes it (%%writefile {script}) first, "
+                "or pass the path of a Python file",
+                f"这里没有脚本 '{script}'：请先运行写出它的单元格（%%writefile {script}），"
+                "或者传入一个 Python 文件的路径",
+            )
         )
     return path.resolve()
 
@@ -336,7 +406,12 @@ def _check_script(script: str | Path) -> Path:
 def _script_args(args: Sequence[str]) -> list[str]:
     """The learner's arguments for the script: strings, and no --out (the launcher chooses the folder)."""
     if "--out" in _check_args(args):
-        raise ValueError("do not pass --out: the launcher gives the ranks their folder (use workdir= to keep it)")
+        raise ValueError(
+            in_language(
+                "do not pass --out: the launcher gives the ranks their folder (use workdir= to keep it)",
+                "不要传 --out：启动器会给各个 rank 分配文件夹（要保留它请用 workdir=）",
+            )
+        )
     return list(args)
 
 
@@ -392,7 +467,10 @@ def _run(
             texts.append(log.read())
             log.close()
     if timed_out:
-        raise LaunchError(f"no result within {timeout:g} s: the launch was stopped", stderr="".join(texts[1::2]))
+        said = in_language(
+            f"no result within {timeout:g} s: the launch was stopped", f"{timeout:g} 秒内没有结果：启动已被停止"
+        )
+        raise LaunchError(said, stderr="".join(texts[1::2]))
     return [p.returncode for p in processes], "".join(texts[0::2]), "".join(texts[1::2]), sorted(seen)
 
 
@@ -426,12 +504,21 @@ def _failure(out: Path, codes: list[int], stderr: str, pids: list[int], one_node
     if errors:
         _, local_rank, text = min(errors)
         rank = local_rank if one_node else None  # on one node the local rank is the rank
-        who = f"rank {rank}" if one_node else "a rank"
-        return LaunchError(f"{who} failed with {text}", rank, codes, pids, stderr)
+        return LaunchError(_failed(rank, text), rank, codes, pids, stderr)
     lines = [line for line in stderr.splitlines() if line.strip()]
     said = next((line for line in reversed(lines) if "error:" in line.lower()), lines[-1] if lines else "")
-    message = f"the launch failed (exit codes {codes}) before any rank reported: {said}"
+    message = in_language(
+        f"the launch failed (exit codes {codes}) before any rank reported: {said}",
+        f"启动失败（退出码 {codes}），还没有任何 rank 报告：{said}",
+    )
     return LaunchError(message, None, codes, pids, stderr)
+
+
+def _failed(rank: int | None, text: str) -> str:
+    """`rank N failed with Type: message` (`a rank` when the rank is unknown), in the edition's language."""
+    if rank is None:
+        return in_language(f"a rank failed with {text}", f"某个 rank 出错：{text}")
+    return in_language(f"rank {rank} failed with {text}", f"rank {rank} 出错：{text}")
 
 
 def _spawn_failure(error: Exception) -> LaunchError:
@@ -441,8 +528,7 @@ def _spawn_failure(error: Exception) -> LaunchError:
     lines = [line for line in text.strip().splitlines() if line.strip()]
     last = lines[-1].strip() if lines else text
     rank = int(index.group(1)) if index else None
-    who = f"rank {rank}" if rank is not None else "a rank"
-    return LaunchError(f"{who} failed with {last}", rank, [], [], text)
+    return LaunchError(_failed(rank, last), rank, [], [], text)
 
 
 def _collect(out: Path, world_size: int, stdout: str, seconds: float) -> RankResults:
@@ -450,6 +536,12 @@ def _collect(out: Path, world_size: int, stdout: str, seconds: float) -> RankRes
     for rank in range(world_size):
         path = out / f"rank{rank}.json"
         if not path.exists():
-            raise LaunchError(f"rank {rank} wrote no result: expected {world_size} ranks", rank)
+            raise LaunchError(
+                in_language(
+                    f"rank {rank} wrote no result: expected {world_size} ranks",
+                    f"rank {rank} 没有写出结果：应有 {world_size} 个 rank",
+                ),
+                rank,
+            )
         results.append(json.loads(path.read_text(encoding="utf-8")))
     return RankResults(results, stdout, seconds)

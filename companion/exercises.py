@@ -1,7 +1,8 @@
-"""What every exercise self-check shares: one error type, bilingual hints and pass lines, the harness every call of
-the learner's code goes through (global state left as found, arguments not changed behind the caller's back), and
-the table format of the typical wrong answers each checker must reject and the other correct answers it must accept
-(tests/test_checks.py runs every table; the teacher's answer key prints them)."""
+"""What every exercise self-check shares: one error type, hints and pass lines in the edition's language(s) (see
+companion/language.py), the harness every call of the learner's code goes through (global state left as found,
+arguments not changed behind the caller's back), and the table format of the typical wrong answers each checker
+must reject and the other correct answers it must accept (tests/test_checks.py runs every table; the teacher's
+answer key prints them)."""
 
 import copy
 import random
@@ -13,27 +14,52 @@ import numpy as np
 import torch
 from torch import nn
 
-PASS_MARK = "✓ Correct / 正确"
+from companion.language import by_language, in_language, language, say
+
+PASS_SIGN = "✓"  # every pass line starts with it, in every edition: what code that looks for a pass searches
+PASS_MARK = "✓ Correct / 正确"  # the bilingual edition's pass mark; pass_mark() gives this edition's
+PASS_MARKS = {"en": "✓ Correct", "zh": "✓ 正确", "both": PASS_MARK}
+HINT_SEP = "\n提示："  # between the English and the Chinese hint, in the bilingual edition
 
 
 class WrongAnswer(AssertionError):
     """Raised by a self-check when the learner's answer is wrong; the message is a hint, not the solution."""
 
 
+def pass_mark() -> str:
+    """The pass mark of this edition: "✓ Correct", "✓ 正确", or both."""
+    return PASS_MARKS[language()]
+
+
+def shows_pass(text: str) -> bool:
+    """Whether a self-check's output `text` holds a pass line of any edition."""
+    return any(mark in text for mark in PASS_MARKS.values())
+
+
 def passed(what: str, what_zh: str) -> None:
-    """Print the pass line a self-check shows when every case agrees, in English and Chinese."""
-    print(f"{PASS_MARK}: {what}\n  {what_zh}")
+    """Print the pass line a self-check shows when every case agrees, in this edition's language(s)."""
+    print(by_language(f"✓ Correct: {what}", f"✓ 正确：{what_zh}", f"{PASS_MARK}: {what}\n  {what_zh}"))
+
+
+def hint_text(hint: str, hint_zh: str) -> str:
+    """A WrongAnswer's message: the English hint, the Chinese one, or both (the Chinese after "提示：")."""
+    return say(hint, hint_zh, HINT_SEP)
 
 
 def require(condition: bool, hint: str, hint_zh: str) -> None:
-    """Raise WrongAnswer with the hint in both languages unless `condition` holds."""
+    """Raise WrongAnswer with the hint in this edition's language(s) unless `condition` holds."""
     if hasattr(condition, "numel") and condition.numel() != 1:  # a tensor of several truth values is ambiguous
+        count = condition.numel()
         raise TypeError(
-            f"condition is a tensor of {condition.numel()} values: reduce it to one bool with .all() or .any(), "
-            "or use torch.equal(a, b)"
+            in_language(
+                f"condition is a tensor of {count} values: reduce it to one bool with .all() or .any(), "
+                "or use torch.equal(a, b)",
+                f"condition 是含 {count} 个值的张量：请用 .all() 或 .any() 把它归约成一个布尔值，"
+                "或者用 torch.equal(a, b)",
+            )
         )
     if not condition:
-        raise WrongAnswer(f"{hint}\n提示：{hint_zh}")
+        raise WrongAnswer(hint_text(hint, hint_zh))
 
 
 @dataclass(frozen=True)
@@ -183,7 +209,7 @@ def sandbox(may_change: frozenset[str] = frozenset()) -> Iterator[None]:
     for name in changed:
         if name not in may_change:
             _, _, hint, hint_zh = GLOBAL_STATE[name]
-            raise WrongAnswer(f"{hint}\n提示：{hint_zh}")
+            raise WrongAnswer(hint_text(hint, hint_zh))
 
 
 def call_learner(fn: Callable, *args: object, may_change: frozenset[str] = frozenset()) -> object:

@@ -11,6 +11,7 @@ import torch.nn.functional as F
 from matplotlib.figure import Figure
 
 from companion._validate import require_number, require_tensor
+from companion.language import by_language, in_language, say
 from companion.plotting import COLUMN_WIDTH
 
 REDUCTIONS = ("none", "sum", "mean")
@@ -83,51 +84,107 @@ def _reduce(losses: torch.Tensor, reduction: str, denominator: torch.Tensor | in
 
 def _check_cross_entropy_args(logits, target, weight, ignore_index, reduction, label_smoothing) -> None:
     if not isinstance(logits, torch.Tensor) or not isinstance(target, torch.Tensor):
-        raise TypeError("logits and target must be tensors, e.g. torch.randn(4, 5) and torch.tensor([3, 3, 3, 0])")
+        raise TypeError(
+            in_language(
+                "logits and target must be tensors, e.g. torch.randn(4, 5) and torch.tensor([3, 3, 3, 0])",
+                "logits 和 target 必须是张量，例如 torch.randn(4, 5) 和 torch.tensor([3, 3, 3, 0])",
+            )
+        )
     if not logits.is_floating_point():
-        raise TypeError(f"logits must be floating point, not {logits.dtype}: pass logits.float()")
+        raise TypeError(
+            in_language(
+                f"logits must be floating point, not {logits.dtype}: pass logits.float()",
+                f"logits 必须是浮点数，而不是 {logits.dtype}：请传入 logits.float()",
+            )
+        )
     if logits.dim() == 0:
-        raise ValueError("logits need a class dimension: pass shape (N, C), or (C,) for one sample")
+        raise ValueError(
+            in_language(
+                "logits need a class dimension: pass shape (N, C), or (C,) for one sample",
+                "logits 需要一个类别维度：请传入形状 (N, C)，单个样本传入 (C,)",
+            )
+        )
     if reduction not in REDUCTIONS:
-        raise ValueError(f"reduction must be 'mean', 'sum' or 'none', not {reduction!r}")
+        raise ValueError(
+            in_language(
+                f"reduction must be 'mean', 'sum' or 'none', not {reduction!r}",
+                f"reduction 必须是 'mean'、'sum' 或 'none'，而不是 {reduction!r}",
+            )
+        )
     require_number(label_smoothing, "label_smoothing", 0.0, 1.0)
     num_classes = logits.shape[1] if logits.dim() > 1 else logits.shape[0]
     if weight is not None:
         if not isinstance(weight, torch.Tensor) or not weight.is_floating_point():
-            raise TypeError("weight must be a floating-point tensor, one number per class: pass weight.float()")
+            raise TypeError(
+                in_language(
+                    "weight must be a floating-point tensor, one number per class: pass weight.float()",
+                    "weight 必须是浮点张量，每个类别一个数：请传入 weight.float()",
+                )
+            )
         if weight.shape != (num_classes,):
+            shape = tuple(weight.shape)
             raise ValueError(
-                f"weight has shape {tuple(weight.shape)} but there are {num_classes} classes: "
-                f"pass a 1-d weight of length {num_classes}, one number per class"
+                in_language(
+                    f"weight has shape {shape} but there are {num_classes} classes: "
+                    f"pass a 1-d weight of length {num_classes}, one number per class",
+                    f"weight 的形状是 {shape}，而类别有 {num_classes} 个："
+                    f"请传入长度为 {num_classes} 的一维 weight，每个类别一个数",
+                )
             )
     if target.is_floating_point():
         if target.shape != logits.shape:
             raise TypeError(
-                f"a floating-point target is read as class probabilities and needs the logits' shape "
-                f"{tuple(logits.shape)}, not {tuple(target.shape)}: for class indices pass target.long()"
+                in_language(
+                    f"a floating-point target is read as class probabilities and needs the logits' shape "
+                    f"{tuple(logits.shape)}, not {tuple(target.shape)}: for class indices pass target.long()",
+                    f"浮点数的 target 被当作类别概率，它需要与 logits 同形状 "
+                    f"{tuple(logits.shape)}，而不是 {tuple(target.shape)}：类别索引请传入 target.long()",
+                )
             )
         if ignore_index >= 0:  # PyTorch refuses it; a negative one it disregards
             raise ValueError(
-                f"ignore_index={ignore_index} does not apply to probability targets: leave it at -100, "
-                "and drop the rows of the samples you want to leave out"
+                in_language(
+                    f"ignore_index={ignore_index} does not apply to probability targets: leave it at -100, "
+                    "and drop the rows of the samples you want to leave out",
+                    f"ignore_index={ignore_index} 不适用于概率形式的 target：请让它保持 -100，"
+                    "再删掉你想排除的那些样本所在的行",
+                )
             )
         return
     if target.dtype not in INDEX_DTYPES:
-        raise TypeError(f"class indices must be int64 (long), not {target.dtype}: pass target.long()")
+        raise TypeError(
+            in_language(
+                f"class indices must be int64 (long), not {target.dtype}: pass target.long()",
+                f"类别索引必须是 int64（long），而不是 {target.dtype}：请传入 target.long()",
+            )
+        )
     if target.dtype == torch.uint8 and logits.dim() > 2:
-        raise TypeError("uint8 class indices work only with (N, C) logits; for (N, C, d1, ...) pass target.long()")
+        raise TypeError(
+            in_language(
+                "uint8 class indices work only with (N, C) logits; for (N, C, d1, ...) pass target.long()",
+                "uint8 类别索引只能配合 (N, C) 的 logits；(N, C, d1, ...) 请传入 target.long()",
+            )
+        )
     expected = logits.shape[:1] + logits.shape[2:] if logits.dim() > 1 else torch.Size([])
     if target.shape != expected:
         raise ValueError(
-            f"target has shape {tuple(target.shape)}, expected {tuple(expected)} (the logits' shape without "
-            "the class dimension 1): one class index per sample"
+            in_language(
+                f"target has shape {tuple(target.shape)}, expected {tuple(expected)} (the logits' shape without "
+                "the class dimension 1): one class index per sample",
+                f"target 的形状是 {tuple(target.shape)}，应为 {tuple(expected)}（logits 的形状去掉类别维度 1）："
+                "每个样本一个类别索引",
+            )
         )
     used = target[target != ignore_index]
     if used.numel() and (int(used.min()) < 0 or int(used.max()) >= num_classes):
         bad = int(used.min()) if int(used.min()) < 0 else int(used.max())
         raise ValueError(
-            f"target holds class {bad}, but there are {num_classes} classes: use 0..{num_classes - 1}, "
-            f"or ignore_index (now {ignore_index}) for a sample that has no class"
+            in_language(
+                f"target holds class {bad}, but there are {num_classes} classes: use 0..{num_classes - 1}, "
+                f"or ignore_index (now {ignore_index}) for a sample that has no class",
+                f"target 里有类别 {bad}，但类别只有 {num_classes} 个：请用 0..{num_classes - 1}，"
+                f"没有类别的样本请用 ignore_index（现在是 {ignore_index}）",
+            )
         )
 
 
@@ -153,9 +210,16 @@ def plot_loss_vs_true_logit(num_classes: int = 3, smoothings: tuple[float, ...] 
             best = int(loss.argmin())
             ax.plot([z[best]], [loss[best]], "o", color=line.get_color())
             ax.annotate(f"z = {z[best]:.2f}", (z[best], loss[best]), textcoords="offset points", xytext=(0, 8))
-    ax.set_xlabel(f"true-class logit z (other {num_classes - 1} logits = 0) / 真实类别的 logit")
-    ax.set_ylabel("loss / 损失")
-    ax.set_title("Cross-entropy of one sample / 单个样本的交叉熵")
+    others = num_classes - 1
+    ax.set_xlabel(
+        by_language(
+            f"true-class logit z (other {others} logits = 0)",
+            f"真实类别的 logit z（其余 {others} 个 logit = 0）",
+            f"true-class logit z (other {others} logits = 0) / 真实类别的 logit",
+        )
+    )
+    ax.set_ylabel(say("loss", "损失"))
+    ax.set_title(say("Cross-entropy of one sample", "单个样本的交叉熵"))
     ax.set_ylim(bottom=0)
     ax.legend()
     return fig
@@ -190,9 +254,12 @@ def plot_regression_losses(delta: float = 1.0, largest_error: float = 3.0) -> Fi
     for ax in (loss_ax, grad_ax):
         for edge in (-delta, delta):  # where Huber turns from squared to straight
             ax.axvline(edge, color="0.6", linestyle=":", linewidth=1)
-        ax.set_xlabel("error = prediction − target / 误差")
-    loss_ax.set_title("loss / 损失", fontsize=10)
-    grad_ax.set_title("gradient d loss / d prediction / 梯度", fontsize=10)
+        ax.set_xlabel(
+            by_language("error = prediction − target", "误差 = 预测 − 目标", "error = prediction − target / 误差")
+        )
+    loss_ax.set_title(say("loss", "损失"), fontsize=10)
+    grad = ("gradient d loss / d prediction", "梯度 d 损失 / d 预测")
+    grad_ax.set_title(by_language(*grad, "gradient d loss / d prediction / 梯度"), fontsize=10)
     loss_ax.set_ylim(bottom=0)
     loss_ax.legend(fontsize=9)
     return fig

@@ -14,6 +14,7 @@ from torch import Tensor, nn
 
 from companion._validate import require_number
 from companion.data import digits_datasets
+from companion.language import in_language, say
 from companion.plotting import COLUMN_WIDTH
 from companion.training import train_one_epoch
 
@@ -185,7 +186,12 @@ def max_abs_difference(model_a: nn.Module, model_b: nn.Module) -> float:
     """The largest |a - b| over all parameters of two models with the same architecture (0.0 means equal)."""
     params_a, params_b = list(model_a.parameters()), list(model_b.parameters())
     if len(params_a) != len(params_b) or any(a.shape != b.shape for a, b in zip(params_a, params_b, strict=False)):
-        raise ValueError("the two models must have the same architecture: build both with the same function")
+        raise ValueError(
+            in_language(
+                "the two models must have the same architecture: build both with the same function",
+                "两个模型的结构必须相同：请用同一个函数建出两者",
+            )
+        )
     return max((a - b).abs().max().item() for a, b in zip(params_a, params_b, strict=True))  # max over all elements
 
 
@@ -234,7 +240,7 @@ def plot_trajectories(paths: dict[str, Tensor], function: Callable[[Tensor], Ten
         ax.set_title(name, fontsize=10)
         ax.set_xlabel("x")
     axes[0, 0].set_ylabel("y")
-    fig.suptitle("Rosenbrock: start ●, minimum ★ / 起点 ●，最小值 ★", fontsize=11)
+    fig.suptitle(f"Rosenbrock: {say('start ●, minimum ★', '起点 ●，最小值 ★')}", fontsize=11)
     return fig
 
 
@@ -244,32 +250,68 @@ def plot_trajectories(paths: dict[str, Tensor], function: Callable[[Tensor], Ten
 def _check_hyperparameters(params: object, lr: float, betas: Sequence[float], eps: float, weight_decay: float) -> None:
     """Raise a TypeError or ValueError that names the value to pass instead, before any state is created."""
     if isinstance(params, nn.Module):
+        kind = type(params).__name__
         raise TypeError(
-            f"params must be the tensors to optimize, not the {type(params).__name__} itself: pass model.parameters()"
+            in_language(
+                f"params must be the tensors to optimize, not the {kind} itself: pass model.parameters()",
+                f"params 必须是要优化的张量，而不是 {kind} 本身：请传入 model.parameters()",
+            )
         )
     for name, value, example in (("lr", lr, "1e-3"), ("eps", eps, "1e-8"), ("weight_decay", weight_decay, "1e-2")):
         require_number(value, name, example=example)
     if not isinstance(betas, tuple | list):
-        raise TypeError(f"betas must be a pair (beta1, beta2) such as (0.9, 0.999), not {betas!r}")
+        raise TypeError(_betas_message(repr(betas)))
     if not lr >= 0:  # `not >=` also catches NaN
-        raise ValueError(f"lr must be >= 0 (a small positive number such as 1e-3), not {lr}")
+        raise ValueError(
+            in_language(
+                f"lr must be >= 0 (a small positive number such as 1e-3), not {lr}",
+                f"lr 必须 >= 0（一个小的正数，例如 1e-3），而不是 {lr}",
+            )
+        )
     if len(betas) != 2:
-        raise ValueError(f"betas must be a pair (beta1, beta2) such as (0.9, 0.999), not {betas}")
+        raise ValueError(_betas_message(str(betas)))
     for i, beta in enumerate(betas):
         if not 0 <= beta < 1:
             raise ValueError(
-                f"betas[{i}] must be in [0, 1), e.g. betas=(0.9, 0.999), not {beta}: "
-                "beta = 1 would never forget the first gradient and divide by zero in the bias correction"
+                in_language(
+                    f"betas[{i}] must be in [0, 1), e.g. betas=(0.9, 0.999), not {beta}: "
+                    "beta = 1 would never forget the first gradient and divide by zero in the bias correction",
+                    f"betas[{i}] 必须在 [0, 1) 内，例如 betas=(0.9, 0.999)，而不是 {beta}："
+                    "beta = 1 会永远记住第一个梯度，并在偏差修正里除以零",
+                )
             )
     if not eps >= 0:
-        raise ValueError(f"eps must be >= 0 (it keeps the denominator away from zero; the default is 1e-8), not {eps}")
+        raise ValueError(
+            in_language(
+                f"eps must be >= 0 (it keeps the denominator away from zero; the default is 1e-8), not {eps}",
+                f"eps 必须 >= 0（它让分母远离零；默认值是 1e-8），而不是 {eps}",
+            )
+        )
     if not weight_decay >= 0:
-        raise ValueError(f"weight_decay must be >= 0 (0 turns it off; 1e-2 is a common value), not {weight_decay}")
+        raise ValueError(
+            in_language(
+                f"weight_decay must be >= 0 (0 turns it off; 1e-2 is a common value), not {weight_decay}",
+                f"weight_decay 必须 >= 0（0 表示关闭；1e-2 是常用值），而不是 {weight_decay}",
+            )
+        )
+
+
+def _betas_message(shown: str) -> str:
+    """What to pass for betas, quoting the value given as `shown`."""
+    return in_language(
+        f"betas must be a pair (beta1, beta2) such as (0.9, 0.999), not {shown}",
+        f"betas 必须是一对数 (beta1, beta2)，例如 (0.9, 0.999)，而不是 {shown}",
+    )
 
 
 def _check_sgd_arguments(lr: float, momentum: float) -> None:
     """lr and momentum as torch.optim.SGD accepts them, or a ValueError that names a value to pass."""
     if not lr >= 0:  # `not >=` also catches NaN
-        raise ValueError(f"lr must be >= 0 (e.g. 0.1), not {lr}")
+        raise ValueError(in_language(f"lr must be >= 0 (e.g. 0.1), not {lr}", f"lr 必须 >= 0（例如 0.1），而不是 {lr}"))
     if not momentum >= 0:
-        raise ValueError(f"momentum must be >= 0 (0.9 is common; 0 is plain SGD), not {momentum}")
+        raise ValueError(
+            in_language(
+                f"momentum must be >= 0 (0.9 is common; 0 is plain SGD), not {momentum}",
+                f"momentum 必须 >= 0（常用 0.9；0 就是普通的 SGD），而不是 {momentum}",
+            )
+        )

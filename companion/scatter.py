@@ -12,6 +12,7 @@ import torch
 from matplotlib.figure import Figure
 
 from companion._validate import require_int
+from companion.language import by_language, in_language, say
 from companion.plotting import COLUMN_WIDTH
 
 REDUCTIONS: dict[str, Callable] = {
@@ -56,25 +57,61 @@ def scatter_reference(
 
 def _check_scatter_args(self, dim, index, src, reduce) -> None:
     if not isinstance(self, torch.Tensor) or not isinstance(index, torch.Tensor):
-        raise TypeError("self and index must be tensors, e.g. torch.zeros(2, 4) and torch.tensor([[2, 3]])")
+        raise TypeError(
+            in_language(
+                "self and index must be tensors, e.g. torch.zeros(2, 4) and torch.tensor([[2, 3]])",
+                "self 和 index 必须是张量，例如 torch.zeros(2, 4) 和 torch.tensor([[2, 3]])",
+            )
+        )
     require_int(dim, "dim")
     ndim = max(self.dim(), 1)
     if not -ndim <= dim < ndim:
-        raise ValueError(f"dim must be in [{-ndim}, {ndim - 1}] for a {self.dim()}-d tensor, not {dim}")
+        raise ValueError(
+            in_language(
+                f"dim must be in [{-ndim}, {ndim - 1}] for a {self.dim()}-d tensor, not {dim}",
+                f"dim 必须在 [{-ndim}, {ndim - 1}] 内（对 {self.dim()} 维张量而言），而不是 {dim}",
+            )
+        )
     if reduce is not None and reduce not in REDUCTIONS:
-        raise ValueError(f"reduce must be None or one of {sorted(REDUCTIONS)}, not {reduce!r}")
+        raise ValueError(
+            in_language(
+                f"reduce must be None or one of {sorted(REDUCTIONS)}, not {reduce!r}",
+                f"reduce 必须是 None 或 {sorted(REDUCTIONS)} 之一，而不是 {reduce!r}",
+            )
+        )
     if isinstance(src, torch.Tensor):
         if src.dtype != self.dtype:
-            raise TypeError(f"src is {src.dtype} but self is {self.dtype}: pass src.to(self.dtype)")
+            raise TypeError(
+                in_language(
+                    f"src is {src.dtype} but self is {self.dtype}: pass src.to(self.dtype)",
+                    f"src 是 {src.dtype}，而 self 是 {self.dtype}：请传入 src.to(self.dtype)",
+                )
+            )
     elif not isinstance(src, bool | int | float):
-        raise TypeError(f"src must be a tensor or a Python number, not {type(src).__name__}")
+        kind = type(src).__name__
+        raise TypeError(
+            in_language(
+                f"src must be a tensor or a Python number, not {kind}", f"src 必须是张量或 Python 数，而不是 {kind}"
+            )
+        )
     elif self.is_floating_point() and math.isfinite(src) and abs(src) > torch.finfo(self.dtype).max:
         # like PyTorch: a finite number too large for self's data type is an error, not inf
-        raise ValueError(f"{src} does not fit in {self.dtype}: pass a number of at most {torch.finfo(self.dtype).max}")
+        largest = torch.finfo(self.dtype).max
+        raise ValueError(
+            in_language(
+                f"{src} does not fit in {self.dtype}: pass a number of at most {largest}",
+                f"{src} 超出了 {self.dtype} 的范围：请传入不超过 {largest} 的数",
+            )
+        )
     if index.numel() == 0:  # like PyTorch: no index data-type, dimension or size checks for an empty index
         return
     if index.dtype not in (torch.int64, torch.int32):
-        raise TypeError(f"index must hold integers, not {index.dtype}: pass index.long()")
+        raise TypeError(
+            in_language(
+                f"index must hold integers, not {index.dtype}: pass index.long()",
+                f"index 必须存放整数，而不是 {index.dtype}：请传入 index.long()",
+            )
+        )
 
     # like PyTorch, count a 0-d tensor as 1-d of size 1 (ensure_nonempty_dim and ensure_nonempty_size)
     def ndim_of(t):
@@ -85,30 +122,51 @@ def _check_scatter_args(self, dim, index, src, reduce) -> None:
 
     if ndim_of(index) != ndim:
         raise ValueError(
-            f"index has {index.dim()} dimensions but self has {self.dim()}: give index the same number of "
-            "dimensions (for a 1-d target, use target.unsqueeze(1))"
+            in_language(
+                f"index has {index.dim()} dimensions but self has {self.dim()}: give index the same number of "
+                "dimensions (for a 1-d target, use target.unsqueeze(1))",
+                f"index 有 {index.dim()} 个维度，而 self 有 {self.dim()} 个：请让 index 的维度数与 self 相同"
+                "（一维的 target 请用 target.unsqueeze(1)）",
+            )
         )
     if isinstance(src, torch.Tensor) and ndim_of(src) != ndim:
-        raise ValueError(f"src has {src.dim()} dimensions but self has {self.dim()}: they must match")
+        raise ValueError(
+            in_language(
+                f"src has {src.dim()} dimensions but self has {self.dim()}: they must match",
+                f"src 有 {src.dim()} 个维度，而 self 有 {self.dim()} 个：两者必须相同",
+            )
+        )
     dim = dim % ndim
     for d in range(ndim):
         if d != dim and size_of(index, d) > size_of(self, d):
             raise ValueError(
-                f"index is larger than self in dimension {d} ({size_of(index, d)} > {size_of(self, d)}): outside "
-                "dim, index may be smaller than self but never larger; slice index to fit"
+                in_language(
+                    f"index is larger than self in dimension {d} ({size_of(index, d)} > {size_of(self, d)}): outside "
+                    "dim, index may be smaller than self but never larger; slice index to fit",
+                    f"index 在维度 {d} 上比 self 大（{size_of(index, d)} > {size_of(self, d)}）：在 dim 以外的维度上，"
+                    "index 可以比 self 小，但不能更大；请把 index 切成合适的大小",
+                )
             )
         if isinstance(src, torch.Tensor) and size_of(index, d) > size_of(src, d):
             raise ValueError(
-                f"index is larger than src in dimension {d} ({size_of(index, d)} > {size_of(src, d)}): every "
-                "index position needs a src element; use a larger src or a smaller index"
+                in_language(
+                    f"index is larger than src in dimension {d} ({size_of(index, d)} > {size_of(src, d)}): every "
+                    "index position needs a src element; use a larger src or a smaller index",
+                    f"index 在维度 {d} 上比 src 大（{size_of(index, d)} > {size_of(src, d)}）：index 的每个位置"
+                    "都需要一个 src 元素；请用更大的 src 或更小的 index",
+                )
             )
     size = size_of(self, dim)
     low, high = int(index.min()), int(index.max())  # over all elements of index
     if low < 0 or high >= size:
         bad = low if low < 0 else high
         raise ValueError(
-            f"index holds {bad}, but dimension {dim} of self has size {size}: use values 0..{size - 1} "
-            "(negative indices are not wrapped around)"
+            in_language(
+                f"index holds {bad}, but dimension {dim} of self has size {size}: use values 0..{size - 1} "
+                "(negative indices are not wrapped around)",
+                f"index 里有 {bad}，但 self 的维度 {dim} 大小为 {size}：请用 0..{size - 1} 的值"
+                "（负数索引不会从末尾倒数）",
+            )
         )
 
 
@@ -130,9 +188,17 @@ def plot_scatter(self: torch.Tensor, dim: int, index: torch.Tensor, src: torch.T
 
     in_index = {(r, c) for r, c in itertools.product(range(index.shape[0]), range(index.shape[1]))}
     panels = [
-        (src, "src（源）", lambda r, c: colour_of((r, c)) if (r, c) in in_index else None),
-        (index, "index（索引）", lambda r, c: colour_of((r, c))),
-        (out, "self after scatter_（结果）", lambda r, c: colour_of(landed[(r, c)]) if (r, c) in landed else None),
+        (
+            src,
+            by_language("src", "src（源）", "src（源）"),
+            lambda r, c: colour_of((r, c)) if (r, c) in in_index else None,
+        ),
+        (index, by_language("index", "index（索引）", "index（索引）"), lambda r, c: colour_of((r, c))),
+        (
+            out,
+            by_language("self after scatter_", "scatter_ 之后的 self（结果）", "self after scatter_（结果）"),
+            lambda r, c: colour_of(landed[(r, c)]) if (r, c) in landed else None,
+        ),
     ]
     widths = [tensor.shape[1] for tensor, _, _ in panels]
     cell = min(0.6, (COLUMN_WIDTH - 1.5) / sum(widths))  # inches per cell, so that the figure fits the column
@@ -158,5 +224,5 @@ def plot_scatter(self: torch.Tensor, dim: int, index: torch.Tensor, src: torch.T
         for spine in ax.spines.values():
             spine.set_visible(False)
         ax.set_title(title, fontsize=10)
-    axes[0].set_ylabel("row / 行")  # and the column numbers along the top
+    axes[0].set_ylabel(say("row", "行"))  # and the column numbers along the top
     return fig

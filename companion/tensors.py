@@ -13,6 +13,7 @@ import matplotlib.pyplot as plt
 import torch
 from matplotlib.figure import Figure
 
+from companion.language import by_language, in_language, say
 from companion.plotting import COLUMN_WIDTH
 
 
@@ -67,13 +68,16 @@ def plot_views(views: dict[str, torch.Tensor]) -> Figure:
     grid = fig.add_gridspec(2, len(views), height_ratios=(1.0, tallest), width_ratios=[c for _, c in shapes])
     top = fig.add_subplot(grid[0, :])
     _grid(top, storage, torch.arange(storage.numel()), colours)
-    top.set_title("storage / 存储: position @0, @1, ...", fontsize=10)
+    top.set_title(
+        by_language("storage: position @0, @1, ...", "存储：位置 @0, @1, ...", "storage / 存储: position @0, @1, ..."),
+        fontsize=10,
+    )
     for column, (name, view) in enumerate(views.items()):
         ax = fig.add_subplot(grid[1, column])
         _grid(ax, view, _storage_positions(view), colours)
         ax.set_ylim(tallest, 0)  # every grid on the same scale, aligned at the top
-        offset = f", offset {view.storage_offset()}" if view.storage_offset() else ""
-        ax.set_title(f"{name}\nstride {tuple(view.stride())}{offset}", fontsize=10)
+        offset = f"{in_language(', offset', '，偏移')} {view.storage_offset()}" if view.storage_offset() else ""
+        ax.set_title(f"{name}\n{_stride(view.stride())}{offset}", fontsize=10)
     return fig
 
 
@@ -97,8 +101,12 @@ def plot_broadcast(a: torch.Tensor, b: torch.Tensor) -> Figure:
     count = split + _storage_values(b).numel()
     if count > len(palette):  # one colour per storage position, none used twice
         raise ValueError(
-            f"plot_broadcast draws small tensors: a and b read {count} storage positions, the picture has "
-            f"{len(palette)} colours; pass smaller tensors, such as a[:3] and b[:4]"
+            in_language(
+                f"plot_broadcast draws small tensors: a and b read {count} storage positions, the picture has "
+                f"{len(palette)} colours; pass smaller tensors, such as a[:3] and b[:4]",
+                f"plot_broadcast 只画小张量：a 和 b 读取 {count} 个存储位置，而图里只有 {len(palette)} 种颜色；"
+                "请传入更小的张量，例如 a[:3] 和 b[:4]",
+            )
         )
     fig = plt.figure(figsize=(COLUMN_WIDTH, 0.5 * rows + 1.2), layout="constrained")
     grid = fig.add_gridspec(1, 5, width_ratios=(cols, 0.6, cols, 0.6, cols))
@@ -109,18 +117,26 @@ def plot_broadcast(a: torch.Tensor, b: torch.Tensor) -> Figure:
         _grid(ax, read, positions, colours, faded=_read_again(positions))
         ax.set_aspect("auto")  # the figure's height makes the cells square, with no gap for the layout to leave
         shapes = f"{name}: {tuple(operand.shape)} → {tuple(read.shape)}"
-        ax.set_title(f"{shapes}\nstride {read.stride()}\nview / 视图", fontsize=10)
+        ax.set_title(f"{shapes}\n{_stride(read.stride())}\n{say('view', '视图')}", fontsize=10)
     ax = fig.add_subplot(grid[0, 4])
     _grid(ax, total, None, palette)
     ax.set_aspect("auto")
-    ax.set_title(f"a + b: {tuple(total.shape)}\nstride {total.stride()}\nnew memory / 新内存", fontsize=10)
+    ax.set_title(f"a + b: {tuple(total.shape)}\n{_stride(total.stride())}\n{say('new memory', '新内存')}", fontsize=10)
     for column, sign in [(1, "+"), (3, "=")]:
         ax = fig.add_subplot(grid[0, column])
         ax.text(0.5, 0.5, sign, ha="center", va="center", fontsize=20)
         ax.set_axis_off()
     fig.supxlabel(
-        "light cells: stride 0 reads an element again; @p: its storage position\n"
-        "浅色格：步幅为 0，重复读取同一元素；@p：读取的存储位置",
+        say(
+            "light cells: stride 0 reads an element again; @p: its storage position",
+            "浅色格：步幅为 0，重复读取同一元素；@p：读取的存储位置",
+            "\n",
+        ),
         fontsize=10,
     )
     return fig
+
+
+def _stride(stride: tuple[int, ...]) -> str:
+    """`stride (2, 1)`, with the word in the edition's language (the English word in the bilingual one)."""
+    return f"{in_language('stride', '步幅')} {tuple(stride)}"

@@ -21,6 +21,7 @@ from torch.utils.data import TensorDataset
 from tqdm import tqdm
 
 from companion._validate import require_int
+from companion.language import by_language, in_language, say
 from companion.plotting import COLUMN_WIDTH
 
 LossFunction = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
@@ -97,7 +98,7 @@ def fit(
     """Train `epochs` epochs, evaluating on `val_loader` (not the test set) after each; the per-epoch history."""
     epochs = _check_epochs(epochs)
     history = {key: [] for key in HISTORY_KEYS}
-    for _ in progress_bar(range(epochs), "epochs") if progress else range(epochs):
+    for _ in progress_bar(range(epochs), in_language("epochs", "轮次")) if progress else range(epochs):
         history["train_loss"].append(train_one_epoch(model, train_loader, optimizer, loss_fn))
         val_loss, val_accuracy = evaluate(model, val_loader, loss_fn)
         history["val_loss"].append(val_loss)
@@ -122,7 +123,12 @@ def progress_bar(iterable: Iterable, description: str, total: int | None = None)
     """A tqdm bar whose text is the same on every run: stdout, a redraw per item, no rates or times, fixed width."""
     if total is None:
         if not hasattr(iterable, "__len__"):
-            raise ValueError("this iterable has no len(): pass total=<number of items> so the bar can show a count")
+            raise ValueError(
+                in_language(
+                    "this iterable has no len(): pass total=<number of items> so the bar can show a count",
+                    "这个可迭代对象没有 len()：请传入 total=<元素个数>，进度条才能显示计数",
+                )
+            )
         total = len(iterable)
     return tqdm(
         iterable,
@@ -145,19 +151,19 @@ def plot_history(history: dict[str, list[float]], best_epoch: int | None = None)
     """
     epochs = range(1, len(history["train_loss"]) + 1)
     fig, (ax_loss, ax_accuracy) = plt.subplots(1, 2, figsize=(COLUMN_WIDTH, 2.8), layout="constrained")
-    ax_loss.plot(epochs, history["train_loss"], marker="o", markersize=4, label="train / 训练")
-    (validation,) = ax_loss.plot(epochs, history["val_loss"], marker="o", markersize=4, label="validation / 验证")
-    ax_loss.set_ylabel("loss / 损失")
+    ax_loss.plot(epochs, history["train_loss"], marker="o", markersize=4, label=say("train", "训练"))
+    (validation,) = ax_loss.plot(epochs, history["val_loss"], marker="o", markersize=4, label=say("validation", "验证"))
+    ax_loss.set_ylabel(say("loss", "损失"))
     accuracy = [100 * a for a in history["val_accuracy"]]
     ax_accuracy.plot(epochs, accuracy, marker="o", markersize=4, color=validation.get_color())  # validation's too
     ax_accuracy.set_ylim(0, 100)
-    ax_accuracy.set_ylabel("accuracy (%) / 准确率")
+    ax_accuracy.set_ylabel(by_language("accuracy (%)", "准确率 (%)", "accuracy (%) / 准确率"))
     if best_epoch is not None:
-        ax_loss.axvline(best_epoch, color="0.4", linestyle="--", linewidth=1, label="kept / 保留")
+        ax_loss.axvline(best_epoch, color="0.4", linestyle="--", linewidth=1, label=say("kept", "保留"))
         ax_accuracy.axvline(best_epoch, color="0.4", linestyle="--", linewidth=1)
     fig.legend(loc="outside lower center", ncols=3)  # below both panels, clear of every curve
     for ax in (ax_loss, ax_accuracy):
-        ax.set_xlabel("epoch / 轮")
+        ax.set_xlabel(say("epoch", "轮"))
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # whole epochs, a readable number of ticks
         ax.grid(alpha=0.3)
     return fig
@@ -169,31 +175,61 @@ def plot_history(history: dict[str, list[float]], best_epoch: int | None = None)
 
 def _check_model(model) -> None:
     if not isinstance(model, nn.Module):
-        raise TypeError(f"model must be an nn.Module such as nn.Linear(64, 10), not {type(model).__name__}")
+        kind = type(model).__name__
+        raise TypeError(
+            in_language(
+                f"model must be an nn.Module such as nn.Linear(64, 10), not {kind}",
+                f"model 必须是 nn.Module，例如 nn.Linear(64, 10)，而不是 {kind}",
+            )
+        )
 
 
 def _check_loss_fn(loss_fn) -> None:
     if isinstance(loss_fn, torch.Tensor):
         raise TypeError(
-            "loss_fn is a tensor, not a function: a line like `loss = loss(output, target)` replaced the loss "
-            "function with its value; give them two names, e.g. `loss = criterion(output, target)`"
+            in_language(
+                "loss_fn is a tensor, not a function: a line like `loss = loss(output, target)` replaced the loss "
+                "function with its value; give them two names, e.g. `loss = criterion(output, target)`",
+                "loss_fn 是张量，不是函数：像 `loss = loss(output, target)` 这样的一行把损失函数换成了它的值；"
+                "请给两者起不同的名字，例如 `loss = criterion(output, target)`",
+            )
         )
     if not callable(loss_fn):
-        raise TypeError(f"loss_fn must be callable, e.g. nn.CrossEntropyLoss(), not {type(loss_fn).__name__}")
+        kind = type(loss_fn).__name__
+        raise TypeError(
+            in_language(
+                f"loss_fn must be callable, e.g. nn.CrossEntropyLoss(), not {kind}",
+                f"loss_fn 必须可以调用，例如 nn.CrossEntropyLoss()，而不是 {kind}",
+            )
+        )
 
 
 def _check_loop_arguments(model, optimizer, loss_fn) -> None:
     _check_model(model)
     _check_loss_fn(loss_fn)
     if isinstance(optimizer, type):
-        raise TypeError("optimizer is a class: pass an instance, e.g. torch.optim.SGD(model.parameters(), lr=0.01)")
+        raise TypeError(
+            in_language(
+                "optimizer is a class: pass an instance, e.g. torch.optim.SGD(model.parameters(), lr=0.01)",
+                "optimizer 是一个类：请传入它的实例，例如 torch.optim.SGD(model.parameters(), lr=0.01)",
+            )
+        )
     if not isinstance(optimizer, torch.optim.Optimizer):
-        raise TypeError(f"optimizer must be a torch.optim.Optimizer such as SGD, not {type(optimizer).__name__}")
+        kind = type(optimizer).__name__
+        raise TypeError(
+            in_language(
+                f"optimizer must be a torch.optim.Optimizer such as SGD, not {kind}",
+                f"optimizer 必须是 torch.optim.Optimizer，例如 SGD，而不是 {kind}",
+            )
+        )
     in_optimizer = {id(p) for group in optimizer.param_groups for p in group["params"]}
     if not any(id(p) in in_optimizer for p in model.parameters()):
         raise ValueError(
-            "the optimizer holds none of this model's parameters: build it from this model, "
-            "torch.optim.SGD(model.parameters(), lr=0.01)"
+            in_language(
+                "the optimizer holds none of this model's parameters: build it from this model, "
+                "torch.optim.SGD(model.parameters(), lr=0.01)",
+                "优化器里没有这个模型的任何参数：请用这个模型来建它，torch.optim.SGD(model.parameters(), lr=0.01)",
+            )
         )
 
 
@@ -204,7 +240,12 @@ def _one_number_per_batch(loss_fn: LossFunction) -> LossFunction:
         loss = loss_fn(outputs, targets)
         if not isinstance(loss, torch.Tensor) or loss.dim() != 0:
             shape = tuple(loss.shape) if isinstance(loss, torch.Tensor) else type(loss).__name__
-            raise ValueError(f"loss_fn must return one number per batch (reduction='mean'), not {shape}")
+            raise ValueError(
+                in_language(
+                    f"loss_fn must return one number per batch (reduction='mean'), not {shape}",
+                    f"loss_fn 必须对每个批返回一个数（reduction='mean'），而不是 {shape}",
+                )
+            )
         return loss
 
     return checked
@@ -213,14 +254,23 @@ def _one_number_per_batch(loss_fn: LossFunction) -> LossFunction:
 def _check_classification_batch(outputs: torch.Tensor, targets: torch.Tensor) -> None:
     if outputs.dim() != 2 or targets.dim() != 1:
         raise ValueError(
-            f"evaluate needs outputs of shape (N, classes) and targets of class indices, shape (N,); "
-            f"got {tuple(outputs.shape)} and {tuple(targets.shape)} (one-hot targets: targets.argmax(1))"
+            in_language(
+                f"evaluate needs outputs of shape (N, classes) and targets of class indices, shape (N,); "
+                f"got {tuple(outputs.shape)} and {tuple(targets.shape)} (one-hot targets: targets.argmax(1))",
+                f"evaluate 需要形状为 (N, classes) 的输出和形状为 (N,) 的类别索引目标；"
+                f"实际得到 {tuple(outputs.shape)} 和 {tuple(targets.shape)}（one-hot 目标请用 targets.argmax(1)）",
+            )
         )
 
 
 def _check_not_empty(count: int) -> None:
     if count == 0:
-        raise ValueError("the loader gave no batches: check that the dataset is not empty")
+        raise ValueError(
+            in_language(
+                "the loader gave no batches: check that the dataset is not empty",
+                "loader 没有给出任何批：请检查数据集是不是空的",
+            )
+        )
 
 
 def _check_epochs(epochs) -> int:
@@ -229,10 +279,21 @@ def _check_epochs(epochs) -> int:
 
 def _check_image_dataset(dataset) -> tuple[torch.Tensor, torch.Tensor]:
     if not isinstance(dataset, TensorDataset) or len(dataset.tensors) != 2:
-        raise TypeError("dataset must be a TensorDataset(images, labels), e.g. from companion.data.digits_datasets()")
+        raise TypeError(
+            in_language(
+                "dataset must be a TensorDataset(images, labels), e.g. from companion.data.digits_datasets()",
+                "dataset 必须是 TensorDataset(images, labels)，例如 companion.data.digits_datasets() 给出的",
+            )
+        )
     images, labels = dataset.tensors
     if images.dim() != 4:
-        raise ValueError(f"images must have shape (N, channels, height, width), not {tuple(images.shape)}")
+        shape = tuple(images.shape)
+        raise ValueError(
+            in_language(
+                f"images must have shape (N, channels, height, width), not {shape}",
+                f"images 的形状必须是 (N, channels, height, width)，而不是 {shape}",
+            )
+        )
     return images, labels
 
 

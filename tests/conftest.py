@@ -13,3 +13,10 @@ def one_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(threads)
+
+
+@pytest.fixture(autouse=True)
+def bilingual(monkeypatch):
+    """Unit tests expect companion's bilingual text: a COURSE_LANG exported in the shell must not change them. A test
+    that wants one language sets COURSE_LANG itself (monkeypatch.setenv), after this."""
+    monkeypatch.setenv("COURSE_LANG", "both")

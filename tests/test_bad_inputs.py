@@ -27,6 +27,7 @@ from companion import (
     ddp_launch,
     devices,
     exercises,
+    language,
     losses,
     optim,
     plotting,
@@ -44,6 +45,7 @@ from tools.course import exercise_tables  # every exercise of every EXERCISES ta
 MODULES = [
     course,
     plotting,
+    language,
     exercises,
     tensors,
     autograd,
@@ -68,6 +70,11 @@ NO_BAD_INPUT = {
     "autograd.GraphEdge": "a record that backward_graph fills in",
     "autograd.BackwardGraph": "a record that backward_graph and trace_backward fill in",
     "exercises.passed": "prints whatever it is given as the pass line",
+    "exercises.hint_text": "joins whatever hints a checker gives it into a WrongAnswer's message",
+    "exercises.shows_pass": "looks for a pass line in any text it is given",
+    "language.say": "joins whatever two texts companion gives it",
+    "language.in_language": "picks one of whatever two texts companion gives it",
+    "language.by_language": "picks one of whatever three texts companion gives it",
     "exercises.Exercise": "a record of one exercise's table; tests/test_checks.py checks every table",
     "exercises.Mistake": "a record of one typical wrong answer; tests/test_checks.py checks every row",
     "exercises.sandbox": "a context manager around a checker's call of learner code: it takes only the state names",
@@ -122,6 +129,7 @@ EXEMPT = {
     "optim.trajectory": "runs the lesson's optimizers on the lesson's test function",
     "optim.plot_trajectories": "a plot helper called only with the lesson's own paths",
     "devices.plot_data_parallel": "a plot helper, called only with the lesson's own number of GPUs",
+    "language.speaking": "the tools' switch of language (the answer key's 'both'); tests/test_language.py checks it",
 }
 
 

@@ -18,6 +18,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from tools import zh_code
 from tools.course import CHINESE_CHARACTERS, CJK, NOTEBOOK_DIR, ROOT, exercise_tables, lesson_files, tags
 from tools.handout.bundle import bundle_leaks, reference_answers, student_bundle
 from tools.handout.editions import EDITIONS, WORDS, Edition, edition_notebook, lesson_pdf, lesson_title, word
@@ -25,7 +26,8 @@ from tools.handout.export import index_page, page_css
 from tools.handout.key import join_chinese_lines
 from tools.handout.plan import plan_cells, plan_head, plan_text, sections
 from tools.handout.printing import CHROMIUM_ARGS, find_chromium
-from tools.lesson_copies import answer_lines, exercises
+from tools.handout.worksheet import worksheet_answer_cells, worksheet_cells
+from tools.lesson_copies import answer_lines, exercises, one_language
 
 LESSONS = lesson_files()
 HANDOUT = Path(os.environ.get("HANDOUT_DIR", ROOT / "handout"))
@@ -252,6 +254,94 @@ def test_each_edition_holds_only_its_language(edition):
         chinese_cells = re.findall(r'class="[^"]*celltag_lang-zh', text)
         assert (english_cells == []) == (edition.language == "zh")
         assert (chinese_cells == []) == (edition.language == "en")
+
+
+@pytest.mark.parametrize("language", ["en", "zh", "bilingual"])
+def test_a_worksheet_asks_the_marked_questions_and_the_exercises_without_their_answers(language):
+    path = LESSONS[3]
+    notebook = one_language(lesson(path), {"bilingual": "both"}.get(language, language))
+    edition = Edition(language, "student")
+    questions = [cell for cell in notebook.cells if cell.cell_type == "code" and "predict" in cell.metadata]
+    assert len(questions) >= 3
+    cells = worksheet_cells(notebook, "03", edition)
+    text = "\n".join(cell.source for cell in cells)
+    predict = [cell for cell in cells if "worksheet-predict" in cell.metadata["tags"]]
+    assert [cell.source for cell in predict] == [cell.source for cell in questions]
+    assert all(cell.outputs == [] for cell in cells if cell.cell_type == "code"), "no printed answer on a worksheet"
+    for question in questions:
+        for lang in edition.languages:
+            assert question.metadata["predict"][lang] in text
+    boxes = [cell for cell in cells if "answer-area" in cell.metadata["tags"]]
+    assert len(boxes) == len(exercises(notebook)) >= 1
+    assert not [line for line in solution_lines(lesson(path)) if line.strip() in text.splitlines()]
+    assert all("worksheet-03" in cell.metadata["tags"] for cell in cells)  # its named page
+    if language == "en":
+        assert not CJK.search(text.replace("·", ""))
+    if language == "zh":
+        assert not re.search(r"\b(the|Worksheet|Exercises)\b", text.split("```")[0])
+
+
+def test_the_teachers_pack_answers_the_worksheet_with_the_lessons_outputs():
+    notebook = lesson(LESSONS[3])
+    cells = worksheet_answer_cells(notebook, "03", Edition("en", "teacher"))
+    code = [cell for cell in cells if cell.cell_type == "code"]
+    asked = [cell for cell in notebook.cells if cell.cell_type == "code" and "predict" in cell.metadata]
+    assert [cell.outputs for cell in code] == [cell.outputs for cell in asked] and all(c.outputs for c in code)
+    assert all("lesson-key" in cell.metadata["tags"] for cell in cells)
+
+
+class Printed(HTMLParser):
+    """Collects what the cells printed: the text of every output area (tracebacks, stdout, results)."""
+
+    def __init__(self):
+        super().__init__()
+        self.depth, self.chunks = 0, []
+
+    def handle_starttag(self, tag, attrs):
+        if tag != "div":
+            return
+        if self.depth:
+            self.depth += 1
+        elif "jp-OutputArea-output" in (dict(attrs).get("class") or ""):
+            self.depth = 1
+
+    def handle_endtag(self, tag):
+        if tag == "div" and self.depth:
+            self.depth -= 1
+
+    def handle_data(self, data):
+        if self.depth:
+            self.chunks.append(data)
+
+
+def kept_english() -> list[str]:
+    """What the lessons' catalogs allow in English in the Chinese edition: PyTorch's messages, code values."""
+    kept = []
+    for path in LESSONS:
+        catalog = zh_code.load_catalog(path)
+        kept += catalog["keep"] + [en for en, zh in catalog["string"].items() if en == zh]
+    return kept
+
+
+@handout
+@pytest.mark.parametrize("edition", [e for e in EDITIONS if e.language != "bilingual"], ids=lambda e: e.name)
+def test_what_each_edition_prints_is_in_its_language(edition):
+    """The printed outputs of the English pages hold no Chinese character; those of the Chinese pages no English
+    label or message but what the catalogs keep (PyTorch's own words)."""
+    kept = kept_english()
+    for page in sorted((HANDOUT / "html" / edition.name).glob("*.html")):
+        parser = Printed()
+        parser.feed(page.read_text(encoding="utf-8"))
+        lines = "".join(parser.chunks).splitlines()
+        assert len(lines) > 10, page.name
+        if edition.language == "en":
+            chinese = [line for line in lines if re.search(f"[{CHINESE_CHARACTERS}]", line)]
+            assert chinese == [], f"Chinese printed in {page}: {chinese[:5]}"
+        else:
+            english = [
+                run for line in lines for run in zh_code.ENGLISH_RUN.findall(line) if not any(run in k for k in kept)
+            ]
+            assert english == [], f"English printed in {page}: {english[:5]}"
 
 
 @handout

@@ -120,6 +120,30 @@ def stated_output_differs(nb):
     cell["source"] = course.source(cell).replace(quoted, quoted.replace("\n", " (changed)\n", 1), 1)
 
 
+def chinese_quote_differs_in_the_chinese_edition(nb):
+    """In the Chinese edition (notebooks/zh/), the Chinese quotes are compared with its own, Chinese outputs."""
+    nb["cells"] = [c for c in nb["cells"] if "lang-en" not in course.tags(c)]
+    nb["metadata"]["course_language"] = "zh"
+    cell = first(nb, lambda c: "```output:" in course.source(c))
+    quoted = rules.OUTPUT_FENCE.search(course.source(cell)).group(2)
+    cell["source"] = course.source(cell).replace(quoted, quoted.replace("\n", " （改过）\n", 1), 1)
+
+
+def predict_without_chinese(nb):
+    cell = first(nb, lambda c: "predict" in c.get("metadata", {}))
+    cell["metadata"]["predict"] = {"en": cell["metadata"]["predict"]["en"]}
+
+
+def too_few_worksheet_questions(nb):
+    for cell in rules.code_cells(nb)[:-1]:
+        cell.get("metadata", {}).pop("predict", None)
+
+
+def predict_on_a_self_check(nb):
+    cell = first(nb, lambda c: c["cell_type"] == "code" and "check_" in course.source(c))
+    cell["metadata"]["predict"] = {"en": "What does it print?", "zh": "它会打印什么？"}
+
+
 def whole_output_quoted(nb):
     cell = first(nb, lambda c: "```output:" in course.source(c) and "lang-en" in course.tags(c))
     name = rules.OUTPUT_FENCE.search(course.source(cell)).group(1)
@@ -307,6 +331,10 @@ BREAKS = [
     (rules.rule_unchecked_cells_say_why, nbval_comment_marker),
     (rules.rule_documented_outputs, stated_output_differs),
     (rules.rule_documented_outputs, stated_output_missing_in_chinese),
+    (rules.rule_documented_outputs, chinese_quote_differs_in_the_chinese_edition),
+    (rules.rule_worksheet_questions, predict_without_chinese),
+    (rules.rule_worksheet_questions, too_few_worksheet_questions),
+    (rules.rule_worksheet_questions, predict_on_a_self_check),
     (rules.rule_exercises_self_checked, no_solution),
     (rules.rule_exercises_self_checked, failing_self_check),
     (rules.rule_errata_proven, errata_without_proof),
@@ -369,6 +397,7 @@ def test_unexecuted_notebook_fails_more_than_one_rule():
         "rule_clean_outputs",
         "rule_documented_outputs",
         "rule_exercises_self_checked",
+        "rule_worksheet_questions",
     ]
 
 

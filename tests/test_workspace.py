@@ -9,6 +9,7 @@ from tools import workspace as ws
 from tools.course import CJK, lesson_files
 from tools.lesson_copies import (
     ANSWER_MARK,
+    ANSWER_MARKS,
     GENERIC_EXERCISE,
     UNSOLVED_CHECK_TAG,
     answer_lines,
@@ -74,9 +75,12 @@ def test_stub_text_wraps_at_88_columns_between_words_and_chinese_characters():
 def test_every_stub_fits_88_columns_and_speaks_the_copys_language(path):
     notebook = nbformat.read(path, as_version=4)
     for language in ("en", "zh", "both"):
-        stubs = [c.source for c in learner_copy(notebook, language).cells if ANSWER_MARK in c.source]
+        copied = learner_copy(notebook, language).cells
+        stubs = [c.source for c in copied if c.cell_type == "code" and ANSWER_MARKS[language] in c.source]
         assert stubs, "every lesson has an exercise"
         for stub in stubs:
+            assert CJK.search(stub.replace("·", "")) if language == "zh" else True
+            assert not CJK.search(stub) if language == "en" else True, "the English stub holds no Chinese"
             assert all(display_width(line) <= 90 for line in stub.splitlines()), stub  # 88, or a closing "，" over
             assert ("# Exercise: " in stub) == (language != "zh") and ("# 练习：" in stub) == (language != "en")
 

@@ -172,7 +172,8 @@ For learners
 For authors
   rerun        every notebook (or NB=...) run twice in one kernel, both passes against the stored outputs
   test-gpu     the same as test on a CUDA machine, lessons computing on the GPU
-  execute      re-execute every notebook (or NB=...) top to bottom (the only way stored outputs change)
+  execute      re-execute every notebook (or NB=...) top to bottom (the only way stored outputs change), then
+               build and run its Chinese edition (notebooks/zh/)
   lint         ruff over companion/, tests/, tools/ and notebooks/
   walkthrough  every lesson in JupyterLab in headless Chromium, Run All twice, screenshots in build/
   handout      HTML and PDF handouts (English, Chinese, bilingual; student and teacher) in handout/
@@ -426,8 +427,9 @@ class Course:
             "--ExecutePreprocessor.timeout=300",
         ]
         return self.venv() + [
-            self.run(*nbconvert, *notebooks),
+            self.run(*nbconvert, *notebooks, COURSE_LANG="en"),  # the stored outputs are the English edition's
             Step([self.python, "-m", "tools.tidy_errors", *notebooks]),
+            self.run("-m", "tools.zh_code", "build", *notebooks),  # and the Chinese edition, run in Chinese
         ]
 
     def target_lint(self) -> list[Step]:

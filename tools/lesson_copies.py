@@ -8,6 +8,7 @@ import ast
 import copy
 import re
 import unicodedata
+from pathlib import Path
 
 import nbformat
 
@@ -21,7 +22,9 @@ GENERIC_EXERCISE = {
     "en": "write your answer here, then run the self-check below.",
     "zh": "在这里写出你的答案，再运行下面的自检。",
 }
-ANSWER_MARK = "your answer / 你的答案"
+# Where a stub leaves the learner's answer out, in the copy's language(s).
+ANSWER_MARKS = {"en": "your answer", "zh": "你的答案", "both": "your answer / 你的答案"}
+ANSWER_MARK = ANSWER_MARKS["both"]
 # Tagged on the self-check after a stub, so that Run All goes on past an exercise not yet done (JupyterLab and
 # Notebook 7 do not stop at a cell with this tag); the learner sees the stub's NotImplementedError there.
 UNSOLVED_CHECK_TAG = "raises-exception"
@@ -81,6 +84,7 @@ def stub_source(source: str, exercise: dict[str, str] | None = None, language: s
     """An answer cell's stub: what to write (in the copy's language, or both), then the same imports, function
     signatures and names as the answer, with no bodies (the self-check below calls them by name)."""
     exercise = exercise or dict(GENERIC_EXERCISE)
+    mark = ANSWER_MARKS[language]
     try:
         tree = ast.parse(source)
     except SyntaxError as error:
@@ -97,15 +101,15 @@ def stub_source(source: str, exercise: dict[str, str] | None = None, language: s
             if isinstance(node.body[0], ast.Expr) and isinstance(getattr(node.body[0], "value", None), ast.Constant):
                 body_start = node.body[0].end_lineno + 1  # keep the docstring: it says what the function returns
             indent = " " * (node.body[0].col_offset)
-            stub += ["", "", *lines[first - 1 : body_start - 1], f'{indent}raise NotImplementedError("{ANSWER_MARK}")']
+            stub += ["", "", *lines[first - 1 : body_start - 1], f'{indent}raise NotImplementedError("{mark}")']
         elif isinstance(node, ast.Assign | ast.AnnAssign):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             names = " = ".join(ast.unparse(target) for target in targets)
             if is_question_table(node.value):  # {question: answer, ...}: keep the questions, blank the answers
-                stub += ["", f"{names} = {{  # {ANSWER_MARK}"]
+                stub += ["", f"{names} = {{  # {mark}"]
                 stub += [f"    {ast.get_source_segment(source, key)}: ...," for key in node.value.keys] + ["}"]
             else:
-                stub += ["", f"{names} = ...  # {ANSWER_MARK}"]
+                stub += ["", f"{names} = ...  # {mark}"]
     return "\n".join(stub).rstrip() + "\n"
 
 
@@ -196,7 +200,7 @@ def stub_solutions(notebook: nbformat.NotebookNode) -> nbformat.NotebookNode:
         checker.outputs, checker.execution_count = [], None
         checker.metadata["tags"] = sorted({*tags(checker), UNSOLVED_CHECK_TAG})
     for index, cell in enumerate(result.cells):  # a solution cell with no self-check after it
-        if is_solution(cell) and ANSWER_MARK not in source(cell):
+        if is_solution(cell) and not any(mark in source(cell) for mark in ANSWER_MARKS.values()):
             stub_cell(result.cells[index], language)
     return result
 
@@ -218,6 +222,28 @@ def one_language(notebook: nbformat.NotebookNode, language: str) -> nbformat.Not
                 break  # only the first Chinese cell holds the title
     if language != "both":
         result.metadata["course_language"] = language
+    return result
+
+
+def edition_file(lesson: Path, language: str) -> Path:
+    """The file a copy in `language` is made from: for Chinese, the executed Chinese edition beside the lesson
+    (zh/NN-name.ipynb: code comments, labels and outputs in Chinese) where it exists; the lesson otherwise."""
+    chinese = lesson.parent / "zh" / lesson.name
+    return chinese if language == "zh" and chinese.exists() else lesson
+
+
+def with_chinese_code(notebook: nbformat.NotebookNode, chinese: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """A copy of a lesson whose code cells (source and outputs) are those of its executed Chinese edition, in
+    order: the prose and its metadata stay the lesson's, for copies that still need both languages' cells."""
+    result = copy.deepcopy(notebook)
+    code = [cell for cell in result.cells if cell.cell_type == "code"]
+    chinese_code = [cell for cell in chinese.cells if cell.cell_type == "code"]
+    if len(code) != len(chinese_code):
+        counts = f"{len(chinese_code)} code cells, the lesson {len(code)}"
+        raise ValueError(f"the Chinese edition has {counts}: run make execute")
+    for cell, translated in zip(code, chinese_code, strict=True):
+        cell.source, cell.outputs = translated.source, copy.deepcopy(translated.outputs)
+        cell.execution_count = translated.execution_count
     return result
 
 

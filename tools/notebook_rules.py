@@ -9,8 +9,8 @@ import re
 from itertools import pairwise
 from pathlib import Path
 
-from companion.exercises import PASS_MARK
-from tools.course import ANSI, CJK, CJK_RANGES, NOTEBOOK_DIR, source, tags
+from companion.exercises import PASS_MARK, PASS_MARKS
+from tools.course import ANSI, CHECK_CALL, CJK, CJK_RANGES, NOTEBOOK_DIR, source, tags
 
 GLOSSARY = NOTEBOOK_DIR / "GLOSSARY.md"
 
@@ -208,7 +208,10 @@ def rule_documented_outputs(nb: dict) -> list[str]:
     stored = {
         t.removeprefix("output:"): cell_text(c) for c in code_cells(nb) for t in tags(c) if t.startswith("output:")
     }
-    seen = {"lang-en": set(), "lang-zh": set()}
+    # A lesson stores the English edition's outputs, its Chinese edition (notebooks/zh/) the Chinese ones: each
+    # language's quotes are compared with the outputs of its own edition (tools/zh_code.py checks the Chinese).
+    language = nb.get("metadata", {}).get("course_language", "en")
+    seen = {"lang-zh": set()} if language == "zh" else {"lang-en": set(), "lang-zh": set()}
     for i, cell in enumerate(nb["cells"]):
         if cell["cell_type"] != "markdown":
             continue
@@ -217,6 +220,8 @@ def rule_documented_outputs(nb: dict) -> list[str]:
                 seen[lang].add(name)
             if name not in stored:
                 problems.append(f"cell {i} states output:{name}, but no code cell is tagged output:{name}")
+            elif f"lang-{'zh' if language == 'zh' else 'en'}" not in tags(cell):
+                continue
             elif problem := quote_problem(stated, stored[name]):
                 problems.append(f"cell {i}: the quoted output:{name}: {problem}")
     for name in stored:
@@ -250,6 +255,35 @@ def rule_exercises_have_bilingual_prompts(nb: dict) -> list[str]:
         prompt = cell.get("metadata", {}).get("exercise", {})
         if not (prompt.get("en") and prompt.get("zh") and CJK.search(prompt["zh"]) and not CJK.search(prompt["en"])):
             problems.append(f"solution code cell {i} needs metadata.exercise = {{'en': ..., 'zh': ...}}: what to write")
+    return problems
+
+
+WORKSHEET_QUESTIONS = 3  # per lesson from 01 on: part A of the student's worksheet (tools/handout/worksheet.py)
+PREDICT_LINES = 12  # an output to predict on paper is short
+
+
+def rule_worksheet_questions(nb: dict) -> list[str]:
+    """Lessons 01-12 mark at least three cells whose output the worksheet asks the learner to predict: metadata
+    predict = {'en': ..., 'zh': ...}, a question that says what the code needs from earlier cells; each such cell
+    prints a short text every run gives alike (no figure alone, not an exercise)."""
+    problems, marked = [], 0
+    for i, cell in enumerate(code_cells(nb), start=1):
+        question = cell.get("metadata", {}).get("predict")
+        if question is None:
+            continue
+        marked += 1
+        if not (isinstance(question, dict) and question.get("en") and CJK.search(question.get("zh", ""))):
+            problems.append(f"code cell {i}: metadata.predict must be {{'en': ..., 'zh': ...}}, the question in each")
+        elif CJK.search(question["en"]):
+            problems.append(f"code cell {i}: the English predict question holds Chinese")
+        if tags(cell) & {"solution", "nbval-ignore-output"} or CHECK_CALL.search(source(cell)):
+            problems.append(f"code cell {i}: an exercise, its self-check or an unchecked output is not a question")
+        printed = cell_text(cell).strip().splitlines()
+        if not printed or len(printed) > PREDICT_LINES:
+            problems.append(f"code cell {i}: a question's cell prints 1 to {PREDICT_LINES} lines of text")
+    title = ENGLISH_TITLE.match(source(nb["cells"][0])) if nb["cells"] else None
+    if title and title.group(1) != "00" and marked < WORKSHEET_QUESTIONS:
+        problems.append(f"{marked} cells carry a worksheet question (metadata.predict); mark {WORKSHEET_QUESTIONS}")
     return problems
 
 
@@ -357,7 +391,7 @@ def rule_exercises_self_checked(nb: dict) -> list[str]:
         check = code[i + 1] if i + 1 < len(code) else None
         if check is None or "check_" not in source(check) or "solution" in tags(check):
             problems.append(f"solution in code cell {i + 1} is not followed by a self-check cell calling check_...")
-        elif not cell_text(check).startswith(PASS_MARK):
+        elif not cell_text(check).startswith(tuple(PASS_MARKS.values())):  # a lesson of any edition
             problems.append(f"the self-check in code cell {i + 2} did not store the pass line '{PASS_MARK}'")
     return problems
 
@@ -542,6 +576,7 @@ RULES = [
     rule_short_errors,
     rule_exercises_have_bilingual_prompts,
     rule_figures_captioned,
+    rule_worksheet_questions,
     rule_no_source_pointers,
     rule_no_chinese_italics,
     rule_no_space_after_chinese_punctuation,

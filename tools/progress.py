@@ -21,7 +21,7 @@ from pathlib import Path
 import nbformat
 from nbclient import NotebookClient
 
-from companion.exercises import PASS_MARK
+from companion.exercises import shows_pass
 from tools.course import ANSI, lesson_files, source
 from tools.lesson_copies import check_name, exercises, is_unanswered
 from tools.workspace import DEFAULT_WORKSPACE, ROOT, Workspace
@@ -61,10 +61,10 @@ def judge(lesson: str, solution: dict, check: dict, timeout: float) -> Result:
     if (
         error is not None
         and error.get("ename") == "NotImplementedError"
-        or (is_unanswered(source(solution)) and PASS_MARK not in text_of(check))
+        or (is_unanswered(source(solution)) and not shows_pass(text_of(check)))
     ):
         return Result(lesson, name, NOT_ATTEMPTED)
-    if PASS_MARK in text_of(check) and error is None:
+    if shows_pass(text_of(check)) and error is None:  # the pass line of any edition: en, zh or both
         return Result(lesson, name, PASSED)
     if error_of(solution) is not None:
         hint = "Your answer cell raised / 你的答案单元格出错: " + message(error_of(solution))

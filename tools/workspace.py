@@ -34,7 +34,7 @@ from pathlib import Path
 import nbformat
 
 from tools.course import ROOT, lesson_files
-from tools.lesson_copies import LANGUAGES, edited_text, learner_copy
+from tools.lesson_copies import LANGUAGES, edited_text, edition_file, learner_copy
 
 NOTEBOOK_DIR = ROOT / "notebooks"
 CONFIG_DIR = ROOT / "jupyter"
@@ -62,7 +62,8 @@ def copy_text(source: Path, language: str) -> str:
     """The text the workspace holds for `source` in `language`."""
     if source.suffix != ".ipynb":
         return source.read_text(encoding="utf-8")
-    return nbformat.writes(learner_copy(nbformat.read(source, as_version=4), language)) + "\n"
+    notebook = nbformat.read(edition_file(source, language), as_version=4)
+    return nbformat.writes(learner_copy(notebook, language)) + "\n"
 
 
 def content_key(name: str, text: str) -> str:
@@ -247,7 +248,8 @@ def jupyter_command(
         command.append(f"--{server}.app_settings_dir={APP_SETTINGS[language]}")
     if hasattr(os, "geteuid") and os.geteuid() == 0 and "--allow-root" not in extra:
         command.append("--allow-root")  # containers and CI often run as root
-    env = {**os.environ, "JUPYTER_CONFIG_DIR": str(CONFIG_DIR)}
+    # COURSE_LANG tells companion, in every kernel, which language to print and draw in (companion/language.py)
+    env = {**os.environ, "JUPYTER_CONFIG_DIR": str(CONFIG_DIR), "COURSE_LANG": language}
     return command + extra, env
 
 

@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 import torch
 
-from companion.exercises import WrongAnswer, call_learner, passed, require, sandbox
+from companion.exercises import call_learner, passed, require, sandbox
 
 # Exercise 1: L = (tanh(w * x + b) - t) ** 2 at these points (w, b, x, t); no x is 1, so dL/dw and dL/db differ.
 POINTS = ((0.5, -0.3, 1.5, 0.2), (-1.2, 0.4, 0.7, -0.5), (2.0, 0.1, -0.6, 0.9), (0.3, 0.3, 2.0, 1.0))
@@ -139,13 +139,14 @@ def check_tanh_grads(tanh_grads: Callable[[float, float, float, float], tuple]) 
             require(False, hint, hint_zh)
     first = close.index(False)
     (tw, tb), (mw, mb) = truth[first], theirs[first]
-    raise WrongAnswer(
+    require(
+        False,
         f"At (w, b, x, t) = {POINTS[first]} autograd gives (dw, db) = ({tw:.9g}, {tb:.9g}), yours ({mw:.9g}, "
         f"{mb:.9g}) (allowed: a relative difference of {RTOL:g} or {ATOL:g} absolute). "
-        "Write the chain rule one factor at a time: dL/dy, dy/dz, dz/dw.\n"
-        f"提示：在 (w, b, x, t) = {POINTS[first]} 处，自动求导给出 (dw, db) = ({tw:.9g}, {tb:.9g})，"
+        "Write the chain rule one factor at a time: dL/dy, dy/dz, dz/dw.",
+        f"在 (w, b, x, t) = {POINTS[first]} 处，自动求导给出 (dw, db) = ({tw:.9g}, {tb:.9g})，"
         f"你的结果是 ({mw:.9g}, {mb:.9g})（允许的误差：相对 {RTOL:g} 或绝对 {ATOL:g}）。"
-        "请把链式法则一个因子一个因子地写出来：dL/dy、dy/dz、dz/dw。"
+        "请把链式法则一个因子一个因子地写出来：dL/dy、dy/dz、dz/dw。",
     )
 
 

@@ -83,7 +83,7 @@ def check_group_norm(group_norm: Callable[[torch.Tensor, int, float], torch.Tens
             _check_group_norm_result(got, x, groups, eps, where, where_zh)
     passed(
         "group_norm matches F.group_norm on 3 inputs (a batch of one among them) and 2 values of eps",
-        "group_norm 在 3 组输入（其中一组批大小为 1）和 2 个 eps 取值上都与 F.group_norm 一致",
+        "group_norm 在 3 组输入（其中一组只有一个样本）和 2 个 eps 取值上都与 F.group_norm 一致",
     )
 
 

@@ -14,6 +14,7 @@ from torch import nn
 from torch.utils.data import DistributedSampler
 
 from companion.exercises import call_learner, passed, require, sandbox
+from companion.language import in_language
 
 # (samples, ranks, epoch): every rank of each is checked. Padding once, several times (more ranks than samples), none.
 SHARD_CASES = (
@@ -74,41 +75,43 @@ def check_ddp_gradient(ddp_gradient: Callable[[nn.Linear, torch.Tensor, torch.Te
         before = {name: p.detach().clone() for name, p in model.named_parameters()}
         data = (x.clone(), y.clone())
         where = f"ddp_gradient(model, x, y, world_size={world_size}) with {n} samples"
+        # The English one in the bilingual hint too, as it always was; the Chinese edition's own in Chinese.
+        where_zh = in_language(where, f"ddp_gradient(model, x, y, world_size={world_size})（{n} 个样本）")
         with sandbox():
             got = ddp_gradient(model, x, y, world_size)
         require(
             all(torch.equal(before[name], p.detach()) for name, p in model.named_parameters()),
             f"{where} changed the model: compute gradients, take no optimizer step.",
-            f"{where} 改动了模型的参数：只计算梯度，不要让优化器走一步。",
+            f"{where_zh} 改动了模型的参数：只计算梯度，不要让优化器走一步。",
         )
         require(
             all(torch.equal(a, b) for a, b in zip(data, (x, y), strict=True)),
             f"{where} changed x or y in place: the caller's data must stay as it was.",
-            f"{where} 原地改动了 x 或 y：调用者的数据必须保持原样。",
+            f"{where_zh} 原地改动了 x 或 y：调用者的数据必须保持原样。",
         )
         require(
             isinstance(got, torch.Tensor),
             f"{where} should return a tensor, not {type(got).__name__}.",
-            f"{where} 应该返回一个张量，而不是 {type(got).__name__}。",
+            f"{where_zh} 应该返回一个张量，而不是 {type(got).__name__}。",
         )
         weight = model.weight
         require(
             got.shape == weight.shape,
             f"{where} has shape {tuple(got.shape)}; return a gradient shaped like model.weight, (1, 3).",
-            f"{where} 的形状是 {tuple(got.shape)}；返回的梯度应该和 model.weight 形状相同，即 (1, 3)。",
+            f"{where_zh} 的形状是 {tuple(got.shape)}；返回的梯度应该和 model.weight 形状相同，即 (1, 3)。",
         )
         require(
             got.dtype == weight.dtype and got.device == weight.device,
             f"{where} is {got.dtype} on {got.device}; the weight's gradient is {weight.dtype} on {weight.device}, "
             "like the weight: do not convert it.",
-            f"{where} 是 {got.device} 上的 {got.dtype}；权重的梯度和权重一样，是 {weight.device} 上的 "
+            f"{where_zh} 是 {got.device} 上的 {got.dtype}；权重的梯度和权重一样，是 {weight.device} 上的 "
             f"{weight.dtype}：不要转换它。",
         )
         got = got.detach()
         candidates = _gradient_candidates(n, world_size, stale)
         if _close(got, candidates["right"]):
             continue
-        _diagnose_gradient(got, candidates, where, n, world_size)
+        _diagnose_gradient(got, candidates, (where, where_zh), n, world_size)
     passed(
         "the averaged shard gradients, with padding, for 1 to 4 ranks; not the whole batch's when n does not divide",
         "各分片梯度的平均（含填充），1 到 4 个 rank 都对；样本数不能整除时，它不等于整批数据的梯度",
@@ -293,7 +296,9 @@ def _close(a: torch.Tensor, b: torch.Tensor) -> bool:
     return True
 
 
-def _diagnose_gradient(got: torch.Tensor, candidates: dict, where: str, n: int, world_size: int) -> None:
+def _diagnose_gradient(got: torch.Tensor, candidates: dict, where: tuple[str, str], n: int, world_size: int) -> None:
+    where, where_zh = where
+
     def near(name: str) -> bool:
         return _close(got, candidates[name])
 
@@ -301,7 +306,7 @@ def _diagnose_gradient(got: torch.Tensor, candidates: dict, where: str, n: int, 
         not (near("stale") or near("stale_averaged")),
         f"{where} includes the .grad the model came with, left by an earlier backward: backward() adds to .grad, "
         "so zero it (model.zero_grad()) before the first shard too.",
-        f"{where} 把模型传进来时已有的 .grad（之前某次反向传播留下的）也算进去了：backward() 会累加到 .grad 上，"
+        f"{where_zh} 把模型传进来时已有的 .grad（之前某次反向传播留下的）也算进去了：backward() 会累加到 .grad 上，"
         "所以在第一个分片之前也要清零（model.zero_grad()）。",
     )
     require(
@@ -309,47 +314,47 @@ def _diagnose_gradient(got: torch.Tensor, candidates: dict, where: str, n: int, 
         f"{where} is the gradient of the whole batch. With {n} samples on {world_size} ranks, DistributedSampler pads "
         "each rank's shard to the same size by repeating samples, and those repeats count twice in DDP's gradient: "
         "compute each rank's gradient on its own shard.",
-        f"{where} 是整批数据的梯度。{n} 个样本分给 {world_size} 个 rank 时，DistributedSampler 会重复取样，"
+        f"{where_zh} 是整批数据的梯度。{n} 个样本分给 {world_size} 个 rank 时，DistributedSampler 会重复取样，"
         "把每个 rank 的分片填充到一样大，这些重复的样本在 DDP 的梯度里算了两次：请在每个 rank 自己的分片上分别求梯度。",
     )
     require(
         not near("dropped"),
         f"{where} uses shards of floor({n} / {world_size}) samples, as drop_last=True gives: the exercise asks for "
         "the sampler's default, which pads instead of dropping.",
-        f"{where} 用的分片只有 floor({n} / {world_size}) 个样本，这是 drop_last=True 的结果：练习要的是采样器的"
+        f"{where_zh} 用的分片只有 floor({n} / {world_size}) 个样本，这是 drop_last=True 的结果：练习要的是采样器的"
         "默认做法，即填充而不是丢弃。",
     )
     require(
         not near("shuffled"),
         f"{where} uses shuffled shards: DistributedSampler shuffles unless told otherwise, and the exercise deals "
         "the samples in order (shuffle=False).",
-        f"{where} 用的是打乱后的分片：DistributedSampler 默认会打乱，而练习要按原顺序分发（shuffle=False）。",
+        f"{where_zh} 用的是打乱后的分片：DistributedSampler 默认会打乱，而练习要按原顺序分发（shuffle=False）。",
     )
     require(
         not near("unpadded"),
         f"{where} uses shards of different sizes (x[r::world_size]). DistributedSampler gives every rank "
         f"ceil({n} / {world_size}) samples, padding with the first ones again: take its indices.",
-        f"{where} 用的分片大小不一（x[r::world_size]）。DistributedSampler 给每个 rank ceil({n} / {world_size}) "
+        f"{where_zh} 用的分片大小不一（x[r::world_size]）。DistributedSampler 给每个 rank ceil({n} / {world_size}) "
         "个样本，不够时从头重复取样来填充：请用它给出的索引。",
     )
     require(
         not (world_size > 1 and near("summed")),
         f"{where} is {world_size} times too large: all-reduce adds the ranks' gradients, and DDP then divides by the "
         "world size. Average them.",
-        f"{where} 大了 {world_size} 倍：all-reduce 把各 rank 的梯度相加，DDP 随后再除以 world size。请取平均。",
+        f"{where_zh} 大了 {world_size} 倍：all-reduce 把各 rank 的梯度相加，DDP 随后再除以 world size。请取平均。",
     )
     require(
         not near("over_n"),
         f"{where} divides the padded samples' summed loss by n = {n}: each rank's loss is a mean over its padded "
         "shard, so the repeated samples count in the divisor as well.",
-        f"{where} 把填充后样本的损失之和除以了 n = {n}：每个 rank 的损失是它填充后分片上的均值，"
+        f"{where_zh} 把填充后样本的损失之和除以了 n = {n}：每个 rank 的损失是它填充后分片上的均值，"
         "所以重复的样本也要算进除数里。",
     )
     require(
         not (near("accumulated") or near("last_rank")),
         f"{where} adds up earlier shards' gradients: backward() adds to .grad, so zero it (model.zero_grad()) "
         "before each shard's backward and keep a copy (.clone()) of each result.",
-        f"{where} 把前面分片的梯度也加了进来：backward() 会累加到 .grad 上，所以每个分片反向传播之前都要清零"
+        f"{where_zh} 把前面分片的梯度也加了进来：backward() 会累加到 .grad 上，所以每个分片反向传播之前都要清零"
         "（model.zero_grad()），并用 .clone() 保存每次的结果。",
     )
     want = candidates["right"]
@@ -359,7 +364,7 @@ def _diagnose_gradient(got: torch.Tensor, candidates: dict, where: str, n: int, 
         f"({[float(f'{v:.9g}') for v in want.flatten().tolist()]}). For each rank r, take the indices "
         "DistributedSampler(range(n), num_replicas=world_size, rank=r, shuffle=False) gives it, compute the mean "
         "loss and its gradient on a zeroed .grad, then average over the ranks.",
-        f"{where} 是 {got.flatten().tolist()}，不是各分片梯度的平均"
+        f"{where_zh} 是 {got.flatten().tolist()}，不是各分片梯度的平均"
         f"（{[float(f'{v:.9g}') for v in want.flatten().tolist()]}）。对每个 rank r，取 "
         "DistributedSampler(range(n), num_replicas=world_size, rank=r, shuffle=False) 给它的索引，"
         "在清零的 .grad 上计算均值损失及其梯度，再对各 rank 取平均。",

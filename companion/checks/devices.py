@@ -15,7 +15,8 @@ import torch
 
 from companion._torch_errors import ITEM_NEEDS_ONE_VALUE, NUMPY_NEEDS_CPU, NUMPY_NEEDS_DETACH, NUMPY_NO_BFLOAT16, says
 from companion.devices import pick_device
-from companion.exercises import WrongAnswer, passed, require, sandbox
+from companion.exercises import WrongAnswer, hint_text, passed, require, sandbox
+from companion.language import in_language
 
 _GPU = torch.device("cuda", 0)
 _REFUSAL = "can't convert cuda:0 device type tensor to numpy. Use Tensor.cpu() to copy the tensor to host memory first."
@@ -79,6 +80,20 @@ def _tensor_cases(device: torch.device) -> list[tuple[str, torch.Tensor]]:
     ]
 
 
+# Each case of _tensor_cases in Chinese, for the Chinese hints.
+_WHAT_ZH = {
+    "a float32 tensor of shape (2, 3)": "形状为 (2, 3) 的 float32 张量",
+    "a tensor that requires grad": "需要梯度的张量",
+    "a model output (it has a grad_fn)": "模型的输出（它有 grad_fn）",
+    "int64 labels": "int64 标签",
+    "a bool mask": "bool 掩码",
+    "a float16 tensor": "float16 张量",
+    "bfloat16 weights that require grad": "需要梯度的 bfloat16 权重",
+    "a 0-d loss": "0 维的损失",
+    "an empty tensor of shape (0, 4)": "形状为 (0, 4) 的空张量",
+}
+
+
 def _expected(tensor: torch.Tensor) -> np.ndarray:
     """What the array must hold, computed apart from the lesson's line: NumPy's dtype for each torch dtype (bfloat16,
     which NumPy lacks, as float32: exact), the values read one by one, never a view of the caller's memory."""
@@ -130,7 +145,7 @@ def _hint_for(error: Exception) -> tuple[str, str]:
     return "see the error above", "请看上面的报错"
 
 
-def _call_to_numpy(to_numpy: Callable, tensor: torch.Tensor, where: str) -> object:
+def _call_to_numpy(to_numpy: Callable, tensor: torch.Tensor, where: str, where_zh: str) -> object:
     """Run the learner's to_numpy in the harness's sandbox; turn an error into a hint that names the missing step."""
     try:
         with sandbox():
@@ -141,7 +156,9 @@ def _call_to_numpy(to_numpy: Callable, tensor: torch.Tensor, where: str) -> obje
         hint, hint_zh = _hint_for(error)
         first_line = str(error).splitlines()[0] if str(error) else ""
         raise WrongAnswer(
-            f"{where} raised {type(error).__name__}: {first_line} ({hint}).\n提示：{where} 报错（{hint_zh}）。"
+            hint_text(
+                f"{where} raised {type(error).__name__}: {first_line} ({hint}).", f"{where_zh} 报错（{hint_zh}）。"
+            )
         ) from error
 
 
@@ -156,14 +173,16 @@ def check_to_numpy(to_numpy: Callable[[torch.Tensor], np.ndarray]) -> None:
     cases = _tensor_cases(pick_device())
     for what, tensor in cases:
         before, want = _snapshot(tensor), _expected(tensor)
+        # The English one in the bilingual hint too, as it always was; the Chinese edition's own in Chinese.
         where = f"to_numpy({what})"
-        got = _call_to_numpy(to_numpy, tensor, where)
+        where_zh = in_language(where, f"to_numpy({_WHAT_ZH[what]})")
+        got = _call_to_numpy(to_numpy, tensor, where, where_zh)
         after = _snapshot(tensor)
         require(
             after[2] == before[2] and after[3] is before[3],
             f"{where} changed the caller's tensor: it no longer requires grad. .detach() makes a new view, "
             "requires_grad_(False) does not.",
-            f"{where} 改动了调用者的张量：它不再需要梯度了。.detach() 会得到一个新的视图，"
+            f"{where_zh} 改动了调用者的张量：它不再需要梯度了。.detach() 会得到一个新的视图，"
             "requires_grad_(False) 则是直接修改原张量。",
         )
         require(
@@ -171,35 +190,36 @@ def check_to_numpy(to_numpy: Callable[[torch.Tensor], np.ndarray]) -> None:
             f"{where} changed the caller's tensor (its data type was {before[0]}, now {after[0]}; or its values or "
             ".grad): assigning to t.data or writing in place reaches the caller's tensor. Build new tensors "
             "(t.float(), t.detach()) and leave t alone.",
-            f"{where} 改动了调用者的张量（数据类型原为 {before[0]}，现为 {after[0]}；或者数值、.grad 变了）："
+            f"{where_zh} 改动了调用者的张量（数据类型原为 {before[0]}，现为 {after[0]}；或者数值、.grad 变了）："
             "给 t.data 赋值或原地写入都会改到调用者的张量。请构造新的张量（t.float()、t.detach()），不要动 t 本身。",
         )
         require(
             isinstance(got, np.ndarray),
             f"{where} returned a {type(got).__name__}, not a NumPy array: end with .numpy() (a tensor, .tolist() or "
             ".item() is not one).",
-            f"{where} 返回的是 {type(got).__name__}，不是 NumPy 数组：最后要调用 .numpy()（张量、.tolist() 和 .item() "
-            "的结果都不是 NumPy 数组）。",
+            f"{where_zh} 返回的是 {type(got).__name__}，不是 NumPy 数组：最后要调用 .numpy()"
+            "（张量、.tolist() 和 .item() 的结果都不是 NumPy 数组）。",
         )
         require(
             got.shape == want.shape,
             f"{where} has shape {got.shape}, expected {want.shape}: keep the shape.",
-            f"{where} 的形状是 {got.shape}，应为 {want.shape}：不要改变形状。",
+            f"{where_zh} 的形状是 {got.shape}，应为 {want.shape}：不要改变形状。",
         )
         require(
             not (want.dtype == np.float16 and got.dtype != np.float16),
             f"{where} is {got.dtype}: NumPy has float16, so keep it; only bfloat16 needs widening.",
-            f"{where} 的数据类型是 {got.dtype}：NumPy 有 float16，应保持不变；只有 bfloat16 需要转换。",
+            f"{where_zh} 的数据类型是 {got.dtype}：NumPy 有 float16，应保持不变；只有 bfloat16 需要转换。",
         )
         require(
             got.dtype == want.dtype,
             f"{where} is {got.dtype}, expected {want.dtype}: keep the data type (only bfloat16 becomes float32).",
-            f"{where} 的数据类型是 {got.dtype}，应为 {want.dtype}：保持数据类型不变（只有 bfloat16 要转成 float32）。",
+            f"{where_zh} 的数据类型是 {got.dtype}，应为 {want.dtype}："
+            "保持数据类型不变（只有 bfloat16 要转成 float32）。",
         )
         require(
             np.array_equal(got, want),
             f"{where} holds other values than the tensor: do not change them.",
-            f"{where} 的数值和张量不一样：不要改动数值。",
+            f"{where_zh} 的数值和张量不一样：不要改动数值。",
         )
     passed(
         f"to_numpy gives the right array for {len(cases)} kinds of tensor: gradients, bfloat16 and devices included",
@@ -292,10 +312,12 @@ def check_to_device(to_device: Callable[[object, torch.device], object]) -> None
                 got = to_device(batch, device)
         except AttributeError as error:
             raise WrongAnswer(
-                f"to_device raised AttributeError: {error} (only tensors have .to: leave what is not a tensor "
-                "as it is, such as the string 'digits' and the int 2).\n"
-                f"提示：to_device 报错 AttributeError（只有张量才有 .to：不是张量的值，比如字符串 'digits' 和整数 2，"
-                "原样保留）。"
+                hint_text(
+                    f"to_device raised AttributeError: {error} (only tensors have .to: leave what is not a tensor "
+                    "as it is, such as the string 'digits' and the int 2).",
+                    "to_device 报错 AttributeError（只有张量才有 .to：不是张量的值，比如字符串 'digits' 和整数 2，"
+                    "原样保留）。",
+                )
             ) from error
         require(
             _unchanged(batch, original),

@@ -26,6 +26,7 @@ from companion.plotting import FONT_PATH
 from tools.course import NOTEBOOK_DIR, ROOT, lesson_files
 from tools.handout.bundle import student_bundle
 from tools.handout.editions import (
+    COPY_LANGUAGE,
     COURSE,
     EDITIONS,
     Edition,
@@ -41,7 +42,8 @@ from tools.handout.export import css_string, export_html, glossary_page, index_p
 from tools.handout.key import answer_key_cells, hints
 from tools.handout.plan import plan_cells, plan_head
 from tools.handout.printing import Printer, part_starts
-from tools.lesson_copies import exercises
+from tools.handout.worksheet import worksheet_cells, worksheet_word
+from tools.lesson_copies import edition_file, exercises, one_language, with_chinese_code
 
 SCRATCH = ROOT / "build" / "handout"  # what the build and its checks write besides the handouts
 PRINTERS = 2  # editions built side by side, each by its own Chromium: printing, not Python, takes the time
@@ -89,6 +91,7 @@ def build(out_dir: Path, notebook_dir: Path = NOTEBOOK_DIR, chromium: str | None
     for name in (FONT_PATH.name, "OFL.txt"):
         shutil.copy(FONT_PATH.parent / name, out_dir / "fonts" / name)
     lessons = [(path.stem, nbformat.read(path, as_version=4)) for path in paths]
+    chinese = {path.stem: nbformat.read(edition_file(path, "zh"), as_version=4) for path in paths}
     hints()  # the answer key's hints, computed once before the threads start (see hints)
     waiting = queue.SimpleQueue()
     for edition in sorted(EDITIONS, key=lambda e: e.language != "bilingual"):  # the longest books first
@@ -103,7 +106,11 @@ def build(out_dir: Path, notebook_dir: Path = NOTEBOOK_DIR, chromium: str | None
                     edition = waiting.get_nowait()
                 except queue.Empty:
                     return
-                pages[edition.name] = build_edition(out_dir, lessons, edition, printer)
+                if edition.language == "zh":  # the Chinese books show the Chinese edition's code and outputs
+                    ours = [(stem, with_chinese_code(nb, chinese[stem])) for stem, nb in lessons]
+                else:
+                    ours = lessons
+                pages[edition.name] = build_edition(out_dir, ours, edition, printer)
         finally:
             if printer:
                 printer.close()
@@ -125,6 +132,29 @@ def build(out_dir: Path, notebook_dir: Path = NOTEBOOK_DIR, chromium: str | None
     }
 
 
+def build_worksheets(out_dir: Path, lessons: list, edition: Edition, printer: Printer | None) -> None:
+    """A student edition's worksheets: a page per lesson, and all of them as one PDF, each on pages of its own."""
+    folder = out_dir / "html" / edition.name / "worksheets"
+    folder.mkdir(parents=True, exist_ok=True)
+    css, workbook = page_css([], edition), []
+    for stem, notebook in lessons:
+        number = stem[:2]
+        cells = worksheet_cells(one_language(notebook, COPY_LANGUAGE[edition.language]), number, edition)
+        css += f"\n{whole_cells(f'worksheet-{number}')} {{ page: worksheet-{number}; }}"
+        head = css_string(worksheet_word(edition, "head", n=number))
+        css += f"\n@page worksheet-{number} {{ @top-left {{ content: {head}; }} }}"
+        title = f"{plain(cells[0].source.removeprefix('# '))} · {edition.title}"
+        sheet = nbformat.v4.new_notebook(metadata=notebook.metadata, cells=cells)
+        (folder / f"{stem}.html").write_text(export_html(sheet, edition, title, "../../../", css, lessons_folder="../"))
+        workbook += cells
+    book = nbformat.v4.new_notebook(metadata=lessons[0][1].metadata, cells=workbook)
+    title = f"{worksheet_word(edition, 'all')} · {edition.title}"
+    whole = out_dir / "html" / edition.name / "worksheets" / "all.html"
+    whole.write_text(export_html(book, edition, title, "../../../", css, lessons_folder="../"))
+    if printer:
+        printer.print(whole, out_dir / "pdf" / edition.name / f"worksheets.{edition.name}.pdf")
+
+
 def build_edition(out_dir: Path, lessons: list, edition: Edition, printer: Printer | None) -> list[int]:
     """One edition: a page and a PDF per lesson, then the book; returns the page counts (the book's last)."""
     stems = [stem for stem, _ in lessons]
@@ -139,6 +169,8 @@ def build_edition(out_dir: Path, lessons: list, edition: Edition, printer: Print
             css += f"\n@page plan-{number} {{ @top-left {{ content: {css_string(plan_head(number, edition))}; }} }}"
         css += f"\n{whole_cells('lesson-key')} {{ page: answer-key; }}"
         css += f"\n@page answer-key {{ @top-left {{ content: {css_string(word(edition, 'key'))}; }} }}"
+    if edition.version == "student":
+        build_worksheets(out_dir, lessons, edition, printer)
     counts = []
     for index, (stem, notebook) in enumerate(zip(stems, editions, strict=True)):
         page = out_dir / "html" / edition.name / f"{stem}.html"

@@ -79,8 +79,11 @@ def accessible(page: str) -> str:
     )
 
 
-def export_html(notebook, edition: Edition, title: str, root: str, css: str, nav: str = "") -> str:
-    """HTML for one edition, with `root` the relative path from the page to the handout folder."""
+def export_html(
+    notebook, edition: Edition, title: str, root: str, css: str, nav: str = "", lessons_folder: str | None = None
+) -> str:
+    """HTML for one edition, with `root` the relative path from the page to the handout folder and
+    `lessons_folder` from the page to the edition's lesson pages (by default: beside it, or the book's)."""
     resources = {
         "metadata": {"name": title},
         "handout_root": root,
@@ -98,7 +101,9 @@ def export_html(notebook, edition: Edition, title: str, root: str, css: str, nav
     body = accessible(body)
     if edition.language == "bilingual":
         body = unlisted_twin_headings(body)
-    return fix_links(body, root, "" if root == "../../" else f"{edition.name}/")
+    if lessons_folder is None:
+        lessons_folder = "" if root == "../../" else f"{edition.name}/"
+    return fix_links(body, root, lessons_folder)
 
 
 def unlisted_twin_headings(page: str) -> str:

@@ -13,9 +13,11 @@ import re
 
 import nbformat
 
-from companion.exercises import WrongAnswer
+from companion.exercises import HINT_SEP, WrongAnswer
+from companion.language import speaking
 from tools.course import CHECK_CALL, CJK_PUNCTUATION, CJK_RANGES, exercise_tables
 from tools.handout.editions import WORDS, Edition, lesson_title, markdown_cell, word
+from tools.handout.worksheet import worksheet_answer_cells
 from tools.lesson_copies import exercises
 
 COLON = {"en": ": ", "zh": "："}  # after a label: Chinese text takes the full-width colon
@@ -27,12 +29,13 @@ LINE_AFTER_CJK = re.compile(rf"(?<=[{CJK_RANGES}])\n[ \t]*(?![-*+>#|\d\s])(?=(.)
 def hints() -> dict[tuple[str, int], str]:
     """The hint each checker gives for each of its typical mistakes, by (checker, index), printed output dropped.
     Once per build, and before any thread starts: some checkers train a small model on each answer, and every
-    checker swaps global state (random generators) that a second thread would see changing."""
+    checker swaps global state (random generators) that a second thread would see changing. Each hint in both
+    languages, whatever COURSE_LANG the build runs under: the key splits them at HINT_SEP."""
     found = {}
     for name, exercise in exercise_tables().items():
         for index, mistake in enumerate(exercise.mistakes):
             try:
-                with contextlib.redirect_stdout(io.StringIO()):
+                with contextlib.redirect_stdout(io.StringIO()), speaking("both"):
                     exercise.check(mistake.answer)
                 found[name, index] = ""
             except WrongAnswer as error:
@@ -57,7 +60,7 @@ def answer_key_cells(lessons: list[tuple[str, nbformat.NotebookNode]], edition: 
     tables = exercise_tables()
     languages = edition.languages
     cells = [markdown_cell(f'<h1 id="answer-key">{word(edition, "key")}</h1>', "lesson-key")]
-    for _number, notebook in lessons:
+    for number, notebook in lessons:
         for solution, check in exercises(notebook):
             name = CHECK_CALL.findall(notebook.cells[check].source)[-1]
             exercise = tables.get(name)
@@ -70,7 +73,7 @@ def answer_key_cells(lessons: list[tuple[str, nbformat.NotebookNode]], edition: 
                         lines += [f"**{WORDS[language]['why']}**{COLON[language]}{why}", ""]
                 lines += [f"**{word(edition, 'mistakes')}**", ""]
                 for index, mistake in enumerate(exercise.mistakes):
-                    parts = hints()[name, index].split("\n提示：", 1) + [""]
+                    parts = hints()[name, index].split(HINT_SEP, 1) + [""]
                     shown = {"en": parts[0], "zh": parts[1]}
                     said = " / ".join(shown[language] for language in languages if shown[language])
                     lines.append(f"- {mistake.what}: {said}" if "en" in languages else f"- {said}")
@@ -81,4 +84,5 @@ def answer_key_cells(lessons: list[tuple[str, nbformat.NotebookNode]], edition: 
                         lines += [f"**{WORDS[language]['discuss']}**{COLON[language]}{question}", ""]
             source = join_chinese_lines("\n".join(lines))
             cells.append(markdown_cell(source, "lesson-key"))
+        cells += worksheet_answer_cells(notebook, number, edition)
     return cells
