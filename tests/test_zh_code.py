@@ -10,6 +10,8 @@ from tools.zh_code import (
     comment_units,
     different_numbers,
     english_left,
+    kept_english,
+    load_catalog,
     problems,
     string_units,
     translate,
@@ -151,6 +153,12 @@ def test_each_edition_reads_in_its_own_language_with_the_same_numbers(path):
     """The Chinese edition is up to date with the lesson and its catalog, translated throughout, holds no English
     but what the catalog keeps, and shows the English edition's numbers; the English edition holds no Chinese."""
     assert problems(path) == []
+    # and so do the learner's copies made from them, exercises stubbed in the copy's language
+    catalog = load_catalog(path)
+    keep = kept_english(catalog)
+    chinese = learner_copy(nbformat.read(edition_file(path, "zh"), as_version=4), "zh")
+    assert english_left(chinese, keep) == []
+    assert chinese_left(learner_copy(nbformat.read(path, as_version=4), "en")) == []
 
 
 def test_the_chinese_workspace_and_book_use_the_chinese_editions_code(tmp_path):

@@ -42,6 +42,8 @@ CHINESE = re.compile(f"[{CHINESE_CHARACTERS}]")
 CODE_SPAN = re.compile(r"`[^`\n]*`|\$[^$\n]+\$|\]\([^)]*\)|https?://\S+|<[^>\n]+>")
 # An IPython magic or shell line (`%%writefile f`, `%timeit`, `!ls`), not an operator continuing a line (`!= b`, `% 2`).
 MAGIC = re.compile(r"%%?[A-Za-z]|![^=]")
+# A call written out, `pad_collate(samples, lengths)`: its argument names are code, not English words.
+CALL = re.compile(r"[A-Za-z_][\w.]*\([^()\n]*\)|\((?:[A-Za-z_]\w*, *)+[A-Za-z_]\w*\)")
 NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:e[-+]?\d+)?")
 # Calls whose string arguments are read by people (printed or drawn), whichever words they hold.
 SHOWN = {
@@ -262,13 +264,30 @@ def _safe(find, code: str) -> list:
         return []
 
 
+def kept_english(catalog: dict) -> list[str]:
+    """The English a catalog lets stay: its `keep` list, and the words of each string whose Chinese is its English
+    (a code value the catalog keeps on purpose: "mean", a legend's loc)."""
+    kept = list(catalog["keep"])
+    for en, zh in catalog["string"].items():
+        if en == zh:
+            try:
+                kept.append(str(ast.literal_eval(en)))
+            except (ValueError, SyntaxError):  # an f-string: its source, quotes and prefix aside
+                kept.append(en.lstrip("fFrRbB").strip("\"'"))
+    return kept
+
+
 def english_left(notebook: dict, keep: list[str]) -> list[str]:
     """Where the Chinese edition still reads English: runs of three words that no `keep` entry holds."""
     found = []
+    # A kept message may hold a call, which CALL would cut: lines of kept text are set aside whole first.
+    kept_lines = sorted({line.strip() for kept in keep for line in kept.splitlines() if len(line.strip()) > 12})
     for index, cell in enumerate(notebook["cells"]):
         for where, text in readable_parts(cell):
             for line in text.splitlines():
-                for run in ENGLISH_RUN.findall(line):
+                for kept in kept_lines:
+                    line = line.replace(kept, " ")
+                for run in ENGLISH_RUN.findall(CALL.sub(" ", line)):
                     if not any(run in kept for kept in keep):
                         found.append(f"cell {index} {where}: {run!r} in {line.strip()[:120]!r}")
     return found
@@ -375,7 +394,7 @@ def problems(notebook_path: Path, english_path: Path | None = None) -> list[str]
         chinese = nbformat.read(path, as_version=4)
         catalog = load_catalog(notebook_path)
         # A string whose Chinese is its English is a code value the catalog keeps on purpose ("mean", a loc name).
-        keep = catalog["keep"] + [en for en, zh in catalog["string"].items() if en == zh]
+        keep = kept_english(catalog)
         found += [f"English in the Chinese edition: {e}" for e in english_left(chinese, keep)]
         found += [f"numbers differ: {d}" for d in different_numbers(english, chinese)]
         found += [f"Chinese prose: {q}" for q in rule_documented_outputs(chinese)]

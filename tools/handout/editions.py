@@ -193,5 +193,6 @@ def lesson_pdf(stem: str, edition: Edition) -> str:
 def markdown_cell(source: str, *tags: str) -> nbformat.NotebookNode:
     """A markdown cell the handout adds (cover, glossary, answer key), with its tags. Its id, which the page shows,
     comes from its text rather than nbformat's random one, so that the same course builds the same HTML."""
-    cell_id = hashlib.sha256(source.encode()).hexdigest()[:8]
+    cell_id = hashlib.sha256(f"{source}\0{','.join(tags)}".encode()).hexdigest()[:8]  # tags: the worksheets'
+    # headings repeat from lesson to lesson, each under its lesson's tag
     return nbformat.v4.new_markdown_cell(source, id=cell_id, metadata={"tags": list(tags)})

@@ -7,6 +7,7 @@ outputs, and Part B is the answer key's.
 """
 
 import copy
+import hashlib
 
 import nbformat
 
@@ -39,6 +40,7 @@ WORKSHEET_WORDS = {
     },
 }
 PREDICT_TAG = "worksheet-predict"  # a code cell with a ruled box under it for the learner's prediction
+QUESTION_TAG = "worksheet-question"  # a question, kept on the page of the code it asks about
 
 
 def predict_cells(notebook: nbformat.NotebookNode) -> list[tuple[dict[str, str], nbformat.NotebookNode]]:
@@ -54,6 +56,7 @@ def _code_cell(cell: nbformat.NotebookNode, code: str, *tags: str, outputs: bool
     """A copy of a lesson's code cell for the worksheet: the given code, its outputs only when asked."""
     made = copy.deepcopy(cell)
     made.source, made.metadata = code, {"tags": [*tags]}
+    made.id = hashlib.sha256(f"{tags}{code}".encode()).hexdigest()[:8]  # not the lesson cell's: one page holds both
     if not outputs:
         made.outputs, made.execution_count = [], None
     return made
@@ -76,18 +79,23 @@ def worksheet_cells(notebook: nbformat.NotebookNode, number: str, edition: Editi
     cells = [
         markdown_cell(f"# {worksheet_word(edition, 'title', title=title)}", tag),
         markdown_cell(_text(edition, {k: v["intro"] for k, v in WORKSHEET_WORDS.items()}), tag),
-        markdown_cell(f"## {worksheet_word(edition, 'predict')}", tag),
     ]
-    for index, (question, cell) in enumerate(predict_cells(notebook), start=1):
-        cells.append(markdown_cell(f"**A{index}.** {_text(edition, question)}", tag))
+    questions = predict_cells(notebook)
+    if questions:  # lesson 00 asks none: it teaches how to use the course
+        cells.append(markdown_cell(f"## {worksheet_word(edition, 'predict')}", tag))
+    for index, (question, cell) in enumerate(questions, start=1):
+        cells.append(markdown_cell(f"**A{index}.** {_text(edition, question)}", tag, QUESTION_TAG))
         cells.append(_code_cell(cell, source(cell), tag, PREDICT_TAG))
     cells.append(markdown_cell(f"## {worksheet_word(edition, 'exercises')}", tag))
     language = "both" if edition.language == "bilingual" else edition.language
     for index, (solution, _check) in enumerate(exercises(notebook), start=1):
         cell = notebook.cells[solution]
         text = exercise_text(cell)
-        cells.append(markdown_cell(f"**B{index}.** {_text(edition, text)}", tag))
-        cells.append(_code_cell(cell, stub_source(source(cell), text, language), tag, "answer-area"))
+        cells.append(markdown_cell(f"**B{index}.** {_text(edition, text)}", tag, QUESTION_TAG))
+        stub = stub_source(source(cell), text, language).splitlines()
+        while stub and (stub[0].startswith("#") or not stub[0].strip()):  # the task is printed just above
+            stub.pop(0)
+        cells.append(_code_cell(cell, "\n".join(stub) + "\n", tag, "answer-area"))
     return cells
 
 
