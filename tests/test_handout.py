@@ -20,6 +20,7 @@ import pytest
 
 from tools import zh_code
 from tools.course import CHINESE_CHARACTERS, CJK, NOTEBOOK_DIR, ROOT, exercise_tables, lesson_files, tags
+from tools.handout.book_index import index_terms, page_texts, pattern
 from tools.handout.bundle import bundle_leaks, reference_answers, student_bundle
 from tools.handout.editions import EDITIONS, WORDS, Edition, edition_notebook, lesson_pdf, lesson_title, word
 from tools.handout.export import index_page, page_css
@@ -288,6 +289,31 @@ def test_the_teachers_pack_answers_the_worksheet_with_the_lessons_outputs():
     asked = [cell for cell in notebook.cells if cell.cell_type == "code" and "predict" in cell.metadata]
     assert [cell.outputs for cell in code] == [cell.outputs for cell in asked] and all(c.outputs for c in code)
     assert all("lesson-key" in cell.metadata["tags"] for cell in cells)
+
+
+def test_index_terms_are_the_taught_names_each_once_and_found_as_whole_names():
+    terms = index_terms()
+    assert len(terms) == len(set(terms)) > 100 and "torch.cat" in terms and ".backward" in terms
+    assert terms.index("torch.cat") < terms.index("DataLoader")  # sorted without the torch. prefix
+    assert pattern(".sum").search("x.sum(dim=0)") and not pattern(".sum").search("x.sum_to_size(3)")
+    assert pattern("torch.cat").search("torch.cat([a, b])") and not pattern("torch.cat").search("torch.catx")
+
+
+@handout
+@pytest.mark.parametrize("edition", EDITIONS, ids=lambda e: e.name)
+def test_the_index_lists_every_taught_name_with_pages_that_show_it(edition):
+    needs_pdfs()
+    texts = page_texts(HANDOUT / "pdf" / f"{edition.name}.pdf")
+    page = (HANDOUT / "html" / f"{edition.name}.html").read_text(encoding="utf-8")
+    entries = re.findall(r'<li><code>([^<]*)</code> <span class="index-pages">([^<]*)</span></li>', page)
+    assert [html.unescape(term) for term, _ in entries] == index_terms()
+    listed = [(html.unescape(term), pages) for term, pages in entries if pages]
+    assert len(listed) >= 0.9 * len(entries), [term for term, pages in entries if not pages]
+    for term, pages in listed:
+        for number in re.findall(r"\d+", pages):
+            assert pattern(term).search(texts[int(number) - 1]), (term, number)
+    last = "".join(texts[-4:])
+    assert all(pages.split(",")[0] in last for _, pages in listed[-5:]), "the printed index shows the pages"
 
 
 class Printed(HTMLParser):

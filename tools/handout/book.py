@@ -24,6 +24,7 @@ import torch
 
 from companion.plotting import FONT_PATH
 from tools.course import NOTEBOOK_DIR, ROOT, lesson_files
+from tools.handout.book_index import index_cells, index_pages, index_terms, index_title
 from tools.handout.bundle import student_bundle
 from tools.handout.editions import (
     COPY_LANGUAGE,
@@ -52,6 +53,7 @@ BOOK_CSS = f"""
 {whole_cells("lesson-cover")} {{ page: cover; }}
 @page cover {{ @top-left {{ content: none; }} @top-right {{ content: none; }} @bottom-center {{ content: none; }} }}
 {whole_cells("lesson-glossary")} {{ page: glossary; }}
+{whole_cells("lesson-index")} {{ page: book-index; }}
 """
 
 
@@ -190,6 +192,10 @@ def build_edition(out_dir: Path, lessons: list, edition: Edition, printer: Print
         appendix += answer_key_cells(list(zip([s[:2] for s in stems], editions, strict=True)), edition)
         parts.append(word(edition, "key"))
         heads.append(word(edition, "key"))
+    terms = index_terms()
+    appendix += index_cells(edition, terms)
+    parts.append(index_title(edition))
+    heads.append(index_title(edition))
     # A first guess: each lesson starts a named page, so it fills about as many pages as in its own PDF.
     # (An HTML-only build has no page numbers to give.)
     starts = [3 + sum(counts[:i]) for i in range(len(parts))] if printer else [""] * len(parts)
@@ -197,6 +203,7 @@ def build_edition(out_dir: Path, lessons: list, edition: Edition, printer: Print
     book_pdf = out_dir / "pdf" / f"{edition.name}.pdf"
     book_css = (
         css + BOOK_CSS + f"@page glossary {{ @top-left {{ content: {css_string(word(edition, 'glossary'))}; }} }}\n"
+        f"@page book-index {{ @top-left {{ content: {css_string(index_title(edition))}; }} }}\n"
     )
     book = nbformat.v4.new_notebook(metadata=lessons[0][1].metadata)
     book.cells = cover_cells(edition, list(zip(parts, starts, strict=True)))
@@ -206,12 +213,15 @@ def build_edition(out_dir: Path, lessons: list, edition: Edition, printer: Print
     if not printer:
         return counts
     book_pages = printer.print(whole, book_pdf)
-    for _ in range(2):  # read where each part really starts; correct the contents in the page and print again
+    indexed = [""] * len(terms)
+    for _ in range(3):  # read where each part starts and where each name shows; fill them in and print again
         found = part_starts(book_pdf, heads)
-        if found is None or found == starts:
+        pages = index_pages(book_pdf, terms, found[0], found[-1]) if found else None
+        if found is None or (found == starts and pages == indexed):
             break
-        starts = found
-        book_pages = printer.reprint(book_pdf, ".toc-page", [str(n) for n in starts])
-    pages = iter(starts)
-    whole.write_text(re.sub(r'(?<=<span class="toc-page">)[^<]*', lambda _: str(next(pages)), book_html))
+        starts, indexed = found, pages  # the index is the last part: filling it moves no earlier page
+        book_pages = printer.reprint(book_pdf, {".toc-page": [str(n) for n in starts], ".index-pages": indexed})
+    numbers, entries = iter(starts), iter(indexed)
+    book_html = re.sub(r'(?<=<span class="toc-page">)[^<]*', lambda _: str(next(numbers)), book_html)
+    whole.write_text(re.sub(r'(?<=<span class="index-pages">)(?=<)', lambda _: next(entries), book_html))
     return counts + [book_pages]

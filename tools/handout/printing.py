@@ -56,13 +56,14 @@ class Printer:
         self.page.pdf(path=str(pdf_path), prefer_css_page_size=True, print_background=True, outline=True, tagged=True)
         return pdf_page_count(pdf_path)
 
-    def reprint(self, pdf_path: Path, selector: str, texts: list[str]) -> int:
-        """Print the loaded page again after setting the text of the elements `selector` finds (no reload, so
-        MathJax does not typeset again); return the page count."""
-        self.page.evaluate(
-            "([selector, texts]) => document.querySelectorAll(selector).forEach((e, i) => e.textContent = texts[i])",
-            [selector, texts],
+    def reprint(self, pdf_path: Path, texts: dict[str, list[str]]) -> int:
+        """Print the loaded page again after setting the text of the elements each selector of `texts` finds, in
+        order (no reload, so MathJax does not typeset again); return the page count."""
+        fill = (
+            "([selector, values]) => document.querySelectorAll(selector).forEach((e, i) => e.textContent = values[i])"
         )
+        for selector, values in texts.items():
+            self.page.evaluate(fill, [selector, values])
         self.page.pdf(path=str(pdf_path), prefer_css_page_size=True, print_background=True, outline=True, tagged=True)
         return pdf_page_count(pdf_path)
 

@@ -108,5 +108,7 @@ def worksheet_answer_cells(notebook: nbformat.NotebookNode, number: str, edition
     for index, (question, cell) in enumerate(predicted, start=1):
         cells.append(markdown_cell(f"**A{index}.** {_text(edition, question)}", "lesson-key"))
         cells.append(_code_cell(cell, source(cell), "lesson-key", "worksheet-answer", outputs=True))
-    cells.append(markdown_cell(worksheet_word(edition, "exercise_answers"), "lesson-key"))
+    cells.append(
+        markdown_cell(worksheet_word(edition, "exercise_answers"), "lesson-key", f"worksheet-answers-{number}")
+    )
     return cells
