@@ -78,7 +78,7 @@ def explain_load_error(error: BaseException, path: Path) -> str:
             "safe_globals=[TheClass]; pass weights_only=False only for a file you made yourself, since loading it "
             "can run any code",
             f"'{path.name}' 里有一个 weights_only=True 拒绝重建的 Python 对象：{name}。如果文件里是整个 pickle "
-            "序列化的模型，请改为加载它的 state_dict。如果你信任这个类，请传入 safe_globals=[TheClass]；"
+            "序列化的模型，请改为加载它的 state_dict。如果你信任这个类，请传入 safe_globals=[你的类]；"
             "只有对你自己生成的文件才传 weights_only=False，因为加载它可能运行任何代码",
         )
     if isinstance(error, AttributeError | ImportError):  # only with weights_only=False: a pickled class moved

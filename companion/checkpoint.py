@@ -119,7 +119,7 @@ def verify_digest(path: str | os.PathLike) -> None:
                 "changes numbers without any other error: load an earlier checkpoint, or copy the file again from "
                 "its source",
                 f"'{path.name}' 已损坏：它的字节与 save_checkpoint 记录在文件里的 SHA-256 摘要不再一致"
-                f"（应为 {expected[:12]}...，实际为 {actual[:12]}...）。磁盘上翻转的一个比特或一次出错的复制，"
+                f"（应为 {expected[:12]}...，实际为 {actual[:12]}...）。磁盘上翻转的一位或一次出错的复制，"
                 "会在没有任何其他报错的情况下改变数值：请加载更早的检查点，或者从来源重新复制这个文件",
             )
         )

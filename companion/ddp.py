@@ -22,7 +22,7 @@ from torch.utils.data import DistributedSampler, TensorDataset
 
 from companion._validate import require_int
 from companion.devices import pick_device
-from companion.language import in_language, say
+from companion.language import by_language, in_language, say
 
 if TYPE_CHECKING:  # matplotlib is imported only when a picture is drawn: every rank imports this module
     from matplotlib.figure import Figure
@@ -154,7 +154,16 @@ def plot_allreduce(model: nn.Module, x: torch.Tensor, y: torch.Tensor, world_siz
     for rank in range(world_size):
         count = len(x[rank::world_size])
         for ax, heights, colour, title in (
-            (top[rank], shares[rank], colours[rank], f"rank {rank}: {say(f'{count} samples', f'{count} 个样本')}"),
+            (
+                top[rank],
+                shares[rank],
+                colours[rank],
+                by_language(
+                    f"rank {rank}: {count} samples",
+                    f"rank {rank}：{count} 个样本",
+                    f"rank {rank}: {count} samples / {count} 个样本",
+                ),
+            ),
             (bottom[rank], reduced[rank], "0.55", f"rank {rank} {say('after all-reduce', 'all-reduce 之后')}"),
         ):
             bars = ax.bar(range(len(names)), heights.tolist(), color=colour)

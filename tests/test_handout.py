@@ -20,7 +20,7 @@ import pytest
 
 from tools import zh_code
 from tools.course import CHINESE_CHARACTERS, CJK, NOTEBOOK_DIR, ROOT, exercise_tables, lesson_files, tags
-from tools.handout.book_index import index_terms, page_texts, pattern
+from tools.handout.book_index import index_terms, page_texts, pattern, shows
 from tools.handout.bundle import bundle_leaks, reference_answers, student_bundle
 from tools.handout.editions import EDITIONS, WORDS, Edition, edition_notebook, lesson_pdf, lesson_title, word
 from tools.handout.export import index_page, page_css
@@ -291,6 +291,20 @@ def test_the_teachers_pack_answers_the_worksheet_with_the_lessons_outputs():
     assert all("lesson-key" in cell.metadata["tags"] for cell in cells)
 
 
+@pytest.mark.parametrize("language", ["en", "zh", "bilingual"])
+def test_pitfalls_summaries_and_errata_are_boxed_and_sections_numbered(language):
+    edition = Edition(language, "student")
+    notebook = edition_notebook(lesson(LESSONS[3]), edition, "03")
+    boxed = {tag for cell in notebook.cells for tag in tags(cell) if tag.startswith("callout-")}
+    assert boxed == {"callout-pitfall", "callout-summary", "callout-elsewhere"}
+    summary = [cell for cell in notebook.cells if "callout-summary" in tags(cell)]
+    assert len(summary) == len(edition.languages) and all(cell.source.startswith("## ") for cell in summary)
+    css = page_css([("03", "03 · `scatter_`")], edition)
+    assert "\"03.\" counter(lesson-section)" in css and "counter-reset: lesson-section" in css
+    counted = "zh" if language == "zh" else "en"  # the bilingual edition's Chinese twin repeats its number
+    assert f".celltag_lang-{counted} h2 {{ counter-increment: lesson-section; }}" in css
+
+
 def test_index_terms_are_the_taught_names_each_once_and_found_as_whole_names():
     terms = index_terms()
     assert len(terms) == len(set(terms)) > 100 and "torch.cat" in terms and ".backward" in terms
@@ -311,7 +325,7 @@ def test_the_index_lists_every_taught_name_with_pages_that_show_it(edition):
     assert len(listed) >= 0.9 * len(entries), [term for term, pages in entries if not pages]
     for term, pages in listed:
         for number in re.findall(r"\d+", pages):
-            assert pattern(term).search(texts[int(number) - 1]), (term, number)
+            assert shows(term, texts[int(number) - 1]), (term, number)
     last = "".join(texts[-4:])
     assert all(pages.split(",")[0] in last for _, pages in listed[-5:]), "the printed index shows the pages"
 
@@ -916,9 +930,10 @@ def page_faults(pages: list[str], last_pages: set[int]) -> dict[int, str]:
 
 
 def appendix_part(text: str) -> str | None:
-    """The part other than a lesson (a teacher's lesson plan, the glossary, the answer key) a page's running header
-    names, if any."""
-    found = re.search(r"Lesson plan|教案|Glossary|术语表|Answer key|答案与讲解", (text.strip().splitlines() or [""])[0])
+    """The part other than a lesson (a teacher's lesson plan, the glossary, the answer key, the index) a page's
+    running header names, if any."""
+    head = (text.strip().splitlines() or [""])[0]
+    found = re.search(r"Lesson plan|教案|Glossary|术语表|Answer key|答案与讲解|Index|索引", head)
     return found and found.group(0)
 
 

@@ -24,7 +24,7 @@ import torch
 
 from companion.plotting import FONT_PATH
 from tools.course import NOTEBOOK_DIR, ROOT, lesson_files
-from tools.handout.book_index import index_cells, index_pages, index_terms, index_title
+from tools.handout.book_index import index_cells, index_pages, index_terms, index_title, lesson_pages, page_texts
 from tools.handout.bundle import student_bundle
 from tools.handout.editions import (
     COPY_LANGUAGE,
@@ -192,13 +192,14 @@ def build_edition(out_dir: Path, lessons: list, edition: Edition, printer: Print
         appendix += answer_key_cells(list(zip([s[:2] for s in stems], editions, strict=True)), edition)
         parts.append(word(edition, "key"))
         heads.append(word(edition, "key"))
-    terms = index_terms()
-    appendix += index_cells(edition, terms)
     parts.append(index_title(edition))
     heads.append(index_title(edition))
     # A first guess: each lesson starts a named page, so it fills about as many pages as in its own PDF.
     # (An HTML-only build has no page numbers to give.)
     starts = [3 + sum(counts[:i]) for i in range(len(parts))] if printer else [""] * len(parts)
+    terms = index_terms()
+    indexed = [""] * len(terms)
+    appendix += index_cells(edition, terms, indexed)
     whole = out_dir / "html" / f"{edition.name}.html"
     book_pdf = out_dir / "pdf" / f"{edition.name}.pdf"
     book_css = (
@@ -212,16 +213,18 @@ def build_edition(out_dir: Path, lessons: list, edition: Edition, printer: Print
     whole.write_text(book_html)
     if not printer:
         return counts
-    book_pages = printer.print(whole, book_pdf)
-    indexed = [""] * len(terms)
-    for _ in range(3):  # read where each part starts and where each name shows; fill them in and print again
-        found = part_starts(book_pdf, heads)
-        pages = index_pages(book_pdf, terms, found[0], found[-1]) if found else None
-        if found is None or (found == starts and pages == indexed):
+    printed = printer.print(whole, book_pdf)
+    for _ in range(2):  # read where each part starts and each name shows; fill in the contents and index, reprint
+        found, texts = part_starts(book_pdf, heads), page_texts(book_pdf)
+        if found is None or texts is None:
             break
-        starts, indexed = found, pages  # the index is the last part: filling it moves no earlier page
-        book_pages = printer.reprint(book_pdf, {".toc-page": [str(n) for n in starts], ".index-pages": indexed})
+        # the index is the last part: its own length moves no earlier page
+        names = index_pages(lesson_pages(texts, found[0], found[len(titles)]), terms)
+        if found == starts and names == indexed:
+            break
+        starts, indexed = found, names
+        printed = printer.reprint(book_pdf, {".toc-page": [str(n) for n in starts], ".index-pages": indexed})
     numbers, entries = iter(starts), iter(indexed)
     book_html = re.sub(r'(?<=<span class="toc-page">)[^<]*', lambda _: str(next(numbers)), book_html)
-    whole.write_text(re.sub(r'(?<=<span class="index-pages">)(?=<)', lambda _: next(entries), book_html))
-    return counts + [book_pages]
+    whole.write_text(re.sub(r'(?<=<span class="index-pages">)[^<]*', lambda _: next(entries), book_html))
+    return counts + [printed]

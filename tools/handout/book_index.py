@@ -1,6 +1,6 @@
 """The book's index: every name the course teaches (the `introduces` lists of notebooks/course.toml), with the pages
-of the printed book where it appears. The pages come from the printed PDF itself (poppler's pdftotext), so the index
-is filled in after the first print, as the contents are.
+of the book's lessons where it appears. The pages are read from the printed book itself (poppler's pdftotext) and
+filled in when the contents' page numbers are (tools/handout/book.py).
 """
 
 import html
@@ -28,9 +28,12 @@ def index_title(edition: Edition) -> str:
     return " · ".join(INDEX_WORDS[language] for language in edition.languages)
 
 
-def index_cells(edition: Edition, terms: list[str]) -> list:
-    """The index as the book's last part: one entry per name, its pages left empty until the book is printed."""
-    rows = "".join(f'<li><code>{html.escape(term)}</code> <span class="index-pages"></span></li>' for term in terms)
+def index_cells(edition: Edition, terms: list[str], pages: list[str]) -> list:
+    """The index as the book's last part: one entry per name with its pages (empty in a book not printed)."""
+    rows = "".join(
+        f'<li><code>{html.escape(term)}</code> <span class="index-pages">{shown}</span></li>'
+        for term, shown in zip(terms, pages, strict=True)
+    )
     heading = f'<h1 id="book-index">{html.escape(index_title(edition))}</h1>'
     return [markdown_cell(f'{heading}\n<ul class="book-index">{rows}</ul>', "lesson-index", "book-index")]
 
@@ -38,6 +41,11 @@ def index_cells(edition: Edition, terms: list[str]) -> list:
 def pattern(term: str) -> re.Pattern:
     """How a name shows on a page: as written, not inside a longer name (`.sum` is not `.sum_`, `cat` not `concat`)."""
     return re.compile(rf"(?<![\w]){re.escape(term)}(?![\w])" if term[0] != "." else rf"{re.escape(term)}(?!\w)")
+
+
+def shows(term: str, text: str) -> bool:
+    """Whether a page's text shows `term`: as written, or broken over two lines (a long name in a narrow column)."""
+    return bool(pattern(term).search(text) or pattern(term).search(re.sub(r"(?<=[\w.])\s*\n\s*(?=[\w.])", "", text)))
 
 
 def page_texts(pdf: Path) -> list[str] | None:
@@ -48,16 +56,16 @@ def page_texts(pdf: Path) -> list[str] | None:
     return text.split("\f")
 
 
-def index_pages(pdf: Path, terms: list[str], first: int, last: int) -> list[str] | None:
-    """For each term, the pages from `first` to `last` (the lessons and appendices before the index) that show
-    it, as the index prints them: "12, 15, 40" (at most MOST_PAGES, then "…")."""
-    texts = page_texts(pdf)
-    if texts is None:
-        return None
+def lesson_pages(texts: list[str], first: int, last: int) -> dict[int, str]:
+    """The pages `first` to `last` - 1 of a printed book (its lessons: the parts after them are not indexed)."""
+    return {n: texts[n - 1] for n in range(first, min(last, len(texts) + 1))}
+
+
+def index_pages(pages: dict[int, str], terms: list[str]) -> list[str]:
+    """For each term, the book pages that show it, as the index prints them: "12, 15, 40" (at most MOST_PAGES)."""
     found = []
     for term in terms:
-        seen = pattern(term)
-        pages = [n for n in range(first, last) if n - 1 < len(texts) and seen.search(texts[n - 1])]
-        shown = ", ".join(str(n) for n in pages[:MOST_PAGES])
-        found.append(shown + (", …" if len(pages) > MOST_PAGES else ""))
+        numbers = [n for n, text in sorted(pages.items()) if shows(term, text)]
+        shown = ", ".join(str(n) for n in numbers[:MOST_PAGES])
+        found.append(shown + (", …" if len(numbers) > MOST_PAGES else ""))
     return found

@@ -71,6 +71,13 @@ WORDS = {  # the few fixed words the handout adds, per edition language
         "made": "PyTorch {torch} · 生成于 {date}",
     },
 }
+# Prose a book sets in a box: a pitfall, a lesson's summary, and what the learner will read elsewhere (the errata:
+# a claim of the notes, of blog posts and old code, and what is true now).
+CALLOUTS = {
+    "pitfall": re.compile(r"\*\*(Pitfall|陷阱)|## (Pitfalls|常见陷阱)"),
+    "summary": re.compile(r"## (Summary|小结)\s*$", re.M),
+    "elsewhere": re.compile(r"## (Errata|勘误|What you will read elsewhere|你在别处会读到)"),
+}
 LONG_INPUT = 25  # lines of code: over a third of an A4 page, which waiting for the next page could waste
 
 
@@ -147,6 +154,7 @@ def edition_notebook(notebook: nbformat.NotebookNode, edition: Edition, number: 
             tags.append("long-input")  # printed across a page break rather than moved whole to the next page
         if cell.cell_type != "markdown":
             continue
+        tags += [f"callout-{kind}" for kind, start in CALLOUTS.items() if start.match(cell.source)]
         if edition.language == "zh" and "lang-zh" in tags:  # the lesson's title, bold in the source, is its heading
             cell.source = re.sub(r"\A\*\*(第 \d\d 课 · .+)\*\*$", r"# \1", cell.source, flags=re.M)
         # `output:NAME` fences exist for the tests; readers see plain text blocks

@@ -131,6 +131,15 @@ def page_css(lessons: list[tuple[str, str]], edition: Edition) -> str:
     for number, title in lessons:
         rules.append(f"{whole_cells(f'lesson-{number}')} {{ page: lesson-{number}; }}")
         rules.append(f"@page lesson-{number} {{ @top-left {{ content: {css_string(running_head(title))}; }} }}")
+        # Sections numbered as in a book, 05.3: the lesson's title cell starts the count, each `##` of the lesson's
+        # prose adds one (in the bilingual edition the English heading counts, its Chinese twin repeats it).
+        rules.append(
+            f".celltag_lesson-{number}:is(.celltag_lang-en, .celltag_lang-zh) h2::before "
+            f'{{ content: "{number}." counter(lesson-section) "\\2003"; }}'
+        )
+    rules.append(".jp-Cell:has(h1) { counter-reset: lesson-section; }")  # a lesson's title (or a book part's)
+    counted = "zh" if edition.language == "zh" else "en"
+    rules.append(f".celltag_lang-{counted} h2 {{ counter-increment: lesson-section; }}")
     return "\n".join(rules)
 
 
