@@ -300,7 +300,7 @@ def test_pitfalls_summaries_and_errata_are_boxed_and_sections_numbered(language)
     summary = [cell for cell in notebook.cells if "callout-summary" in tags(cell)]
     assert len(summary) == len(edition.languages) and all(cell.source.startswith("## ") for cell in summary)
     css = page_css([("03", "03 · `scatter_`")], edition)
-    assert "\"03.\" counter(lesson-section)" in css and "counter-reset: lesson-section" in css
+    assert '"03." counter(lesson-section)' in css and "counter-reset: lesson-section" in css
     counted = "zh" if language == "zh" else "en"  # the bilingual edition's Chinese twin repeats its number
     assert f".celltag_lang-{counted} h2 {{ counter-increment: lesson-section; }}" in css
 
