@@ -25,7 +25,7 @@ import pytest
 
 from companion.ddp_launch import free_port
 from tools.course import ROOT, source
-from tools.lesson_copies import ANSWER_MARK, exercises, is_solution
+from tools.lesson_copies import ANSWER_MARKS, exercises, is_solution
 
 pytestmark = pytest.mark.hub
 PYTHON = ROOT / ".venv" / "bin" / "python"
@@ -207,7 +207,7 @@ def test_hub_end_to_end(hub_reachable):
             lesson = student.get(LESSON).json()["content"]
             solution, _ = exercises(lesson)[0]
             stub = source(lesson["cells"][solution])
-            assert ANSWER_MARK in stub and "scatter_(" not in stub, stub
+            assert ANSWER_MARKS[languages[key]] in stub and "scatter_(" not in stub, stub  # in the student's language
             dropped = {"en": "lang-zh", "zh": "lang-en", "both": None}[languages[key]]
             cell_tags = {t for cell in lesson["cells"] for t in cell.get("metadata", {}).get("tags", [])}
             assert dropped is None or dropped not in cell_tags

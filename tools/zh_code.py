@@ -42,6 +42,8 @@ CHINESE = re.compile(f"[{CHINESE_CHARACTERS}]")
 CODE_SPAN = re.compile(r"`[^`\n]*`|\$[^$\n]+\$|\]\([^)]*\)|https?://\S+|<[^>\n]+>")
 # An IPython magic or shell line (`%%writefile f`, `%timeit`, `!ls`), not an operator continuing a line (`!= b`, `% 2`).
 MAGIC = re.compile(r"%%?[A-Za-z]|![^=]")
+# A single word as a value ("yes", "inside", "buffer:"): shown when a condition or a table picks it.
+WORD = re.compile(r"[A-Za-z][a-z]+[:,]? *")
 # A call written out, `pad_collate(samples, lengths)`: its argument names are code, not English words.
 CALL = re.compile(r"[A-Za-z_][\w.]*\([^()\n]*\)|\((?:[A-Za-z_]\w*, *)+[A-Za-z_]\w*\)")
 NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:e[-+]?\d+)?")
@@ -133,6 +135,12 @@ def string_units(code: str) -> list[tuple[ast.AST, str]]:
                 shown.add(id(argument))
         if isinstance(node, ast.keyword) and node.arg in ("label", "title"):
             shown.add(id(node.value))
+        # a word chosen by a condition or looked up in a table is often printed: "yes" if ... else "no"
+        choices = [node.body, node.orelse] if isinstance(node, ast.IfExp) else []
+        choices += node.values if isinstance(node, ast.Dict) else []
+        for choice in choices:
+            if isinstance(choice, ast.Constant) and isinstance(choice.value, str) and WORD.fullmatch(choice.value):
+                shown.add(id(choice))
     inner = {
         id(n) for node in ast.walk(tree) if isinstance(node, ast.JoinedStr) for n in ast.walk(node) if n is not node
     }
