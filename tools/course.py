@@ -213,6 +213,21 @@ def settings(assignments: list[str], environ: dict[str, str] | None = None, syst
     return found
 
 
+# How stored outputs are made: each notebook run top to bottom in a fresh kernel, no timings kept (tools/zh_code.py
+# runs the Chinese editions the same way).
+EXECUTE = [
+    "-m",
+    "jupyter",
+    "nbconvert",
+    "--to",
+    "notebook",
+    "--execute",
+    "--ExecutePreprocessor.kernel_name=python3",
+    "--ExecutePreprocessor.record_timing=False",
+    "--ExecutePreprocessor.timeout=300",
+]
+
+
 def run_env(environ: dict[str, str] | None = None, windows: bool = IS_WINDOWS, **extra: str) -> dict[str, str]:
     """One thread and a fixed hash seed: the stored outputs must come out the same on every machine."""
     env = dict(os.environ if environ is None else environ)
@@ -414,20 +429,8 @@ class Course:
 
     def target_execute(self) -> list[Step]:
         notebooks = self.notebooks()
-        nbconvert = [
-            "-m",
-            "jupyter",
-            "nbconvert",
-            "--to",
-            "notebook",
-            "--execute",
-            "--inplace",
-            "--ExecutePreprocessor.kernel_name=python3",
-            "--ExecutePreprocessor.record_timing=False",
-            "--ExecutePreprocessor.timeout=300",
-        ]
         return self.venv() + [
-            self.run(*nbconvert, *notebooks, COURSE_LANG="en"),  # the stored outputs are the English edition's
+            self.run(*EXECUTE, "--inplace", *notebooks, COURSE_LANG="en"),  # the stored outputs: the English edition's
             Step([self.python, "-m", "tools.tidy_errors", *notebooks]),
             self.run("-m", "tools.zh_code", "build", *notebooks),  # and the Chinese edition, run in Chinese
         ]

@@ -18,7 +18,6 @@ import argparse
 import ast
 import io
 import json
-import os
 import re
 import subprocess
 import sys
@@ -29,7 +28,7 @@ from pathlib import Path
 
 import nbformat
 
-from tools.course import CHINESE_CHARACTERS, CJK_RANGES, NOTEBOOK_DIR, lesson_files, source
+from tools.course import CHINESE_CHARACTERS, CJK_RANGES, EXECUTE, NOTEBOOK_DIR, lesson_files, run_env, source
 from tools.lesson_copies import one_language
 from tools.notebook_rules import rule_documented_outputs
 
@@ -370,22 +369,9 @@ def untranslated(notebook_path: Path) -> list[str]:
 
 def run_notebook(path: Path, language: str, output: Path | None = None) -> None:
     """Run a notebook top to bottom with COURSE_LANG=`language`, in its own folder, in place or into `output`."""
-    command = [
-        sys.executable,
-        "-m",
-        "jupyter",
-        "nbconvert",
-        "--to",
-        "notebook",
-        "--execute",
-        "--ExecutePreprocessor.kernel_name=python3",
-        "--ExecutePreprocessor.record_timing=False",
-        "--ExecutePreprocessor.timeout=300",
-        str(path),
-    ]
+    command = [sys.executable, *EXECUTE, str(path)]
     command += ["--output", str(output.resolve())] if output else ["--inplace"]
-    env = {**os.environ, "COURSE_LANG": language, "OMP_NUM_THREADS": "1", "PYTHONHASHSEED": "0"}
-    subprocess.run(command, check=True, env=env, cwd=NOTEBOOK_DIR.parent)
+    subprocess.run(command, check=True, env=run_env(COURSE_LANG=language), cwd=NOTEBOOK_DIR.parent)
     subprocess.run(
         [sys.executable, "-m", "tools.tidy_errors", str(output or path)], check=True, cwd=NOTEBOOK_DIR.parent
     )
