@@ -56,8 +56,8 @@ def test_shown_strings_are_found_and_code_values_are_not():
 
 
 def test_a_word_that_a_condition_or_a_table_picks_is_shown_a_plain_value_is_not():
-    code = 'label = "yes" if ok else "no "\nwhere = {True: "inside"}\nmode = "reflect"\n'
-    assert [text for _, text in string_units(code)] == ['"yes"', '"no "', '"inside"']
+    code = 'label = "yes" if ok else "no "\nwhere = {True: "inside", False: "BatchNorm"}\nmode = "reflect"\n'
+    assert [text for _, text in string_units(code)] == ['"yes"', '"no "', '"inside"', '"BatchNorm"']
 
 
 def test_translate_replaces_what_the_catalog_lists_and_nothing_else():

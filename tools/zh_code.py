@@ -42,7 +42,7 @@ CODE_SPAN = re.compile(r"`[^`\n]*`|\$[^$\n]+\$|\]\([^)]*\)|https?://\S+|<[^>\n]+
 # An IPython magic or shell line (`%%writefile f`, `%timeit`, `!ls`), not an operator continuing a line (`!= b`, `% 2`).
 MAGIC = re.compile(r"%%?[A-Za-z]|![^=]")
 # A single word as a value ("yes", "inside", "buffer:"): shown when a condition or a table picks it.
-WORD = re.compile(r"[A-Za-z][a-z]+[:,]? *")
+WORD = re.compile(r"[A-Za-z][A-Za-z]+[:,]? *")
 # A call written out, `pad_collate(samples, lengths)`: its argument names are code, not English words.
 CALL = re.compile(r"[A-Za-z_][\w.]*\([^()\n]*\)|\((?:[A-Za-z_]\w*, *)+[A-Za-z_]\w*\)")
 NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:e[-+]?\d+)?")
