@@ -30,6 +30,7 @@ import nbformat
 
 from tools.course import CHINESE_CHARACTERS, CJK_RANGES, EXECUTE, NOTEBOOK_DIR, lesson_files, run_env, source
 from tools.lesson_copies import one_language
+from tools.notebook_rules import output_text as rule_output_text
 from tools.notebook_rules import rule_documented_outputs
 
 EDITION_DIR = NOTEBOOK_DIR / "zh"
@@ -241,13 +242,8 @@ def build(notebook_path: Path, execute: bool = True) -> Path:
 
 
 def output_text(output: dict) -> str:
-    """What an output shows as text: a stream, a result's text/plain, an error's `Type: message`."""
-    if output.get("output_type") == "stream":
-        return "".join(output.get("text", ""))
-    if output.get("output_type") == "error":
-        return f"{output.get('ename', '')}: {output.get('evalue', '')}"
-    data = output.get("data", {})
-    return "" if "image/png" in data else "".join(data.get("text/plain", ""))
+    """What an output shows as text (the notebook rules' reading), a figure's "<Figure ...>" repr aside."""
+    return "" if "image/png" in output.get("data", {}) else rule_output_text(output)
 
 
 def readable_parts(cell: dict) -> list[tuple[str, str]]:
