@@ -22,7 +22,6 @@ import jupyter_server_mathjax
 import nbformat
 import torch
 
-from companion.plotting import FONT_PATH
 from tools.course import NOTEBOOK_DIR, ROOT, lesson_files
 from tools.handout.book_index import index_cells, index_pages, index_terms, index_title, lesson_pages, page_texts
 from tools.handout.bundle import student_bundle
@@ -40,6 +39,7 @@ from tools.handout.editions import (
     word,
 )
 from tools.handout.export import css_string, export_html, glossary_page, index_page, nav_links, page_css, whole_cells
+from tools.handout.fonts import install_fonts
 from tools.handout.key import answer_key_cells, hints
 from tools.handout.plan import plan_cells, plan_head
 from tools.handout.printing import Printer, part_starts
@@ -89,9 +89,7 @@ def build(out_dir: Path, notebook_dir: Path = NOTEBOOK_DIR, chromium: str | None
     if out_dir.exists():
         shutil.rmtree(out_dir)
     shutil.copytree(Path(jupyter_server_mathjax.__file__).parent / "static", out_dir / "mathjax")
-    (out_dir / "fonts").mkdir(parents=True)
-    for name in (FONT_PATH.name, "OFL.txt"):
-        shutil.copy(FONT_PATH.parent / name, out_dir / "fonts" / name)
+    install_fonts(out_dir)
     lessons = [(path.stem, nbformat.read(path, as_version=4)) for path in paths]
     chinese = {path.stem: nbformat.read(edition_file(path, "zh"), as_version=4) for path in paths}
     hints()  # the answer key's hints, computed once before the threads start (see hints)
@@ -213,7 +211,7 @@ def build_edition(out_dir: Path, lessons: list, edition: Edition, printer: Print
     whole.write_text(book_html)
     if not printer:
         return counts
-    printed = printer.print(whole, book_pdf)
+    printed = printer.print(whole, book_pdf, reuse_maths=True)
     for _ in range(2):  # read where each part starts and each name shows; fill in the contents and index, reprint
         found, texts = part_starts(book_pdf, heads), page_texts(book_pdf)
         if found is None or texts is None:

@@ -137,9 +137,15 @@ def page_css(lessons: list[tuple[str, str]], edition: Edition) -> str:
             f".celltag_lesson-{number}:is(.celltag_lang-en, .celltag_lang-zh) h2::before "
             f'{{ content: "{number}." counter(lesson-section) "\\2003"; }}'
         )
-    rules.append(".jp-Cell:has(h1) { counter-reset: lesson-section; }")  # a lesson's title (or a book part's)
+        # Displayed equations numbered as the figures are, (4.2), at the right margin, counted the same way.
+        rules.append(
+            f".celltag_lesson-{number}:is(.celltag_lang-en, .celltag_lang-zh) .MathJax_Display::after "
+            f'{{ content: "({int(number)}." counter(lesson-equation) ")"; }}'
+        )
+    rules.append(".jp-Cell:has(h1) { counter-reset: lesson-section lesson-equation; }")  # a lesson's or part's title
     counted = "zh" if edition.language == "zh" else "en"
     rules.append(f".celltag_lang-{counted} h2 {{ counter-increment: lesson-section; }}")
+    rules.append(f".celltag_lang-{counted} .MathJax_Display {{ counter-increment: lesson-equation; }}")
     return "\n".join(rules)
 
 

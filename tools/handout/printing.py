@@ -36,6 +36,40 @@ def pdf_page_count(path: Path) -> int:
     return len(re.findall(rb"/Type\s*/Page\b", path.read_bytes()))
 
 
+# MathJax lays out each formula of a page in turn, and every layout of a whole book costs a few hundred milliseconds:
+# typesetting a book's formulas took 8-10 s of its print. A lesson's page is short, so each formula typeset there is
+# kept (its HTML, keyed by its script's type and TeX; the ids MathJax numbers pages by removed) with the @font-face
+# rules MathJax wrote, and a book printed after its lessons inserts them before MathJax's scripts: the same HTML in
+# the same column width and fonts. Whatever a book has that no lesson had, MathJax typesets as usual.
+KEEP_MATHS = """() => [
+  Object.fromEntries(Array.from(document.querySelectorAll('script[type^="math/tex"]'), script => [
+    script.type + "\\n" + script.text,
+    (script.previousElementSibling?.outerHTML ?? "").replace(/ id="MathJax-Element-\\d+-Frame"/g, ""),
+  ]).filter(([, shown]) => /^<(span|div) class="MathJax(_Display)?"/.test(shown))),
+  Array.from(document.querySelectorAll("style"), style => style.textContent).filter(css => css.includes("@font-face")),
+]"""
+REUSE_MATHS = """([maths, styles]) => new Promise(done => MathJax.Hub.Queue(
+  ["PreProcess", MathJax.Hub, document.body],
+  () => {
+    for (const css of styles) document.head.append(Object.assign(document.createElement("style"), {textContent: css}));
+    let left = 0;
+    for (const script of document.querySelectorAll('script[type^="math/tex"]')) {
+      const shown = maths[script.type + "\\n" + script.text];
+      if (shown === undefined) {
+        left += 1;
+        continue;
+      }
+      const preview = script.previousElementSibling;  // the TeX source, shown until a formula is typeset
+      if (preview?.classList.contains("MathJax_Preview")) preview.remove();
+      script.insertAdjacentHTML("beforebegin", shown);
+      script.type = "math/reused";
+    }
+    // Typeset, even with nothing to do, costs MathJax 7 s on a book: only when a formula is left.
+    if (left) MathJax.Hub.Queue(["Typeset", MathJax.Hub, document.body], done);
+    else done();
+  }))"""
+
+
 class Printer:
     """One headless Chromium that prints pages to A4 PDFs after MathJax and the fonts have finished. The PDFs are
     tagged: Chromium makes the outline (bookmarks) from the tagged headings, and without tags writes none."""
@@ -46,11 +80,21 @@ class Printer:
         self.playwright = sync_playwright().start()
         self.browser = self.playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
         self.page = self.browser.new_page()
+        self.maths: dict[str, str] = {}  # a formula's kind and TeX -> its typeset HTML (see KEEP_MATHS)
+        self.maths_styles: set[str] = set()
 
-    def print(self, html_path: Path, pdf_path: Path) -> int:
-        """Print one page; return its page count."""
-        self.page.goto(html_path.resolve().as_uri(), wait_until="load")
-        self.page.evaluate("() => new Promise(done => window.MathJax ? MathJax.Hub.Queue(done) : done())")
+    def print(self, html_path: Path, pdf_path: Path, reuse_maths: bool = False) -> int:
+        """Print one page; return its page count. Each formula it typesets is kept; with `reuse_maths` (a book of
+        lessons printed before) the page typesets only the formulas not kept."""
+        url = html_path.resolve().as_uri() + ("?maths=reuse" if reuse_maths else "")
+        self.page.goto(url, wait_until="load")
+        if reuse_maths:
+            self.page.evaluate(REUSE_MATHS, [self.maths, sorted(self.maths_styles)])
+        else:
+            self.page.evaluate("() => new Promise(done => window.MathJax ? MathJax.Hub.Queue(done) : done())")
+            formulas, styles = self.page.evaluate(KEEP_MATHS)
+            self.maths.update(formulas)
+            self.maths_styles.update(styles)
         self.page.evaluate("() => document.fonts.ready.then(() => true)")
         pdf_path.parent.mkdir(parents=True, exist_ok=True)
         self.page.pdf(path=str(pdf_path), prefer_css_page_size=True, print_background=True, outline=True, tagged=True)
