@@ -1064,3 +1064,94 @@ def test_browser_renders_all_maths_the_cjk_font_and_a_phone_sized_index(served_h
     assert measure < 50, f"a prose line is {measure:.0f} em wide: too long to read"
     remote = [u for u in requests if not u.startswith((served_handout, "data:", "blob:", "about:"))]
     assert remote == [], remote
+
+
+# ---- fonts, equations and cross-references (tools/handout/fonts.py, export.page_css, xref.py) ---------------------
+
+HANDOUT_FONTS = re.compile(
+    r"[A-Z]{6}\+(DejaVuSans(Mono)?(-Bold)?(-Oblique|-BoldOblique)?|CourseSansSC-Regular|STIXMathJax_\w+-\w+)"
+)
+
+
+@handout
+def test_every_pdf_embeds_only_the_handouts_own_fonts_as_truetype():
+    needs_pdfs()
+    wrong = {}
+    for pdf in all_pdfs():
+        listing = subprocess.run(["pdffonts", str(pdf)], capture_output=True, text=True, check=True).stdout
+        for row in listing.splitlines()[2:]:
+            name, kind = row.split()[0], " ".join(row.split()[1:3])
+            if kind != "CID TrueType" or not HANDOUT_FONTS.fullmatch(name):
+                wrong.setdefault(pdf.name, set()).add(f"{name} {kind}")
+    assert wrong == {}, f"a Type 3 font or a font of the build machine: {wrong}"
+
+
+def test_the_cjk_and_maths_fonts_become_truetype_with_every_character(tmp_path):
+    from fontTools.ttLib import TTFont
+
+    from companion.plotting import FONT_PATH
+    from tools.handout.fonts import as_truetype
+
+    as_truetype(FONT_PATH, tmp_path / "cjk.ttf")
+    source, made = TTFont(FONT_PATH), TTFont(tmp_path / "cjk.ttf")
+    assert "CFF " in source and "glyf" in made and "CFF " not in made
+    assert made.getBestCmap().keys() == source.getBestCmap().keys() and len(made.getBestCmap()) > 7000
+    assert made["glyf"][made.getBestCmap()[ord("张")]].numberOfContours > 0  # 张 is drawn, not an empty box
+
+
+def displayed_equations(path: Path) -> int:
+    """How many displayed formulas ($$...$$) the English prose of a lesson has."""
+    cells = [c for c in lesson(path).cells if c.cell_type == "markdown" and "lang-en" in tags(c)]
+    return sum(c.source.count("$$") // 2 for c in cells)
+
+
+@handout
+@pytest.mark.parametrize("edition", EDITIONS, ids=lambda e: e.name)
+def test_displayed_equations_are_numbered_in_each_lesson_in_order(edition):
+    needs_pdfs()
+    numbered = [path for path in LESSONS if displayed_equations(path)]
+    assert len(numbered) >= 2
+    for path in numbered:
+        n = int(path.stem[:2])
+        text = "\n".join(pdf_page_texts(HANDOUT / "pdf" / edition.name / lesson_pdf(path.stem, edition)))
+        labels = re.findall(rf"\({n}\.(\d+)\)", text)
+        twice = 2 if edition.language == "bilingual" else 1  # the Chinese twin repeats its English number
+        expected = [str(k) for k in range(1, displayed_equations(path) + 1) for _ in range(twice)]
+        assert labels == expected, (path.name, labels)
+
+
+@handout
+@pytest.mark.parametrize("edition", EDITIONS, ids=lambda e: e.name)
+def test_the_books_cross_references_link_inside_it_and_print_the_pages_they_lead_to(edition):
+    needs_pdfs()
+    page = (HANDOUT / "html" / f"{edition.name}.html").read_text(encoding="utf-8")
+    texts = pdf_page_texts(HANDOUT / "pdf" / f"{edition.name}.pdf")
+    ids = set(re.findall(r'<h[1-6][^>]*? id="([^"]*)"', page))
+    contents = dict(re.findall(r'<span class="toc-title">(\d\d) · [^<]*</span><span class="toc-page">(\d+)', page))
+    refs = re.findall(r'<a href="#([^"]*)">([^<]*)</a><span class="xref-page">([^<]*)</span>', page)
+    assert len(refs) >= 40 and not re.search(r'href="[\w-]+/\d\d-[\w-]+\.html', page), "every lesson link is inside"
+    for anchor, text, label in refs:
+        assert anchor in ids, anchor
+        number = int(re.search(r"(\d+)\D*$", label).group(1))
+        heading = re.search(rf'<h([1-6])[^>]*? id="{re.escape(anchor)}"[^>]*>(.*?)</h\1>', page, re.S).group(2)
+        if heading.startswith("第") or re.match(r"\d\d · ", html.unescape(re.sub(r"<[^>]+>", "", heading))):
+            assert str(number) == contents[anchor[:2]], (text, label)  # a lesson: its page in the contents
+        else:
+            words = re.sub(r"\s+", "", html.unescape(re.sub(r"<[^>]+>|¶", "", heading)))
+            assert words in re.sub(r"\s+", "", texts[number - 1]), (text, label, words)
+    links = len(re.findall(rb"/Subtype\s*/Link", (HANDOUT / "pdf" / f"{edition.name}.pdf").read_bytes()))
+    assert links >= len(refs), "the PDF's links are clickable"
+
+
+def test_a_link_to_a_section_no_lesson_has_stops_the_build():
+    from tools.handout.xref import linked_book
+
+    cell = '<div class="jp-Cell x"><div class="celltag_lesson-{n}"><h1 id="{n}-T">T</h1>{body}</div></div>'
+    page = cell.format(n="01", body='<a href="en-student/02-b.html#Nowhere">lesson 02</a>') + cell.format(
+        n="02", body='<h2 id="Somewhere">S</h2>'
+    )
+    with pytest.raises(ValueError, match="Nowhere"):
+        linked_book(page, Edition("en", "student"), ["01", "02"])
+    fixed, targets = linked_book(page.replace("Nowhere", "Somewhere"), Edition("en", "student"), ["01", "02"])
+    assert '<a href="#02-Somewhere">lesson 02</a><span class="xref-page"></span>' in fixed
+    assert [(t.lesson, t.heading) for t in targets] == [(1, "S")]

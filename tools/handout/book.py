@@ -1,9 +1,9 @@
 """The whole handout: for each edition a page and a PDF per lesson and the book (cover, contents, every lesson, the
 glossary and, for teachers, the answer key); the front page, the glossary page and the student bundle.
 
-The book's contents need the page each part starts on, which only printing tells: Chromium has no CSS
-`target-counter()`. So the book is printed with a first guess (each lesson as long as its own PDF), the starts are
-read back from the PDF's running headers, and the contents are corrected and printed again (twice at most)
+The book's contents, its index and its cross-references need pages, which only printing tells: Chromium has no CSS
+`target-counter()`. So the book is printed with a first guess (each lesson as long as its own PDF), the pages are
+read back from the PDF (its running headers, its text), filled in, and the book printed again (twice at most)
 until they agree.
 """
 
@@ -44,6 +44,7 @@ from tools.handout.key import answer_key_cells, hints
 from tools.handout.plan import plan_cells, plan_head
 from tools.handout.printing import Printer, part_starts
 from tools.handout.worksheet import worksheet_cells, worksheet_word
+from tools.handout.xref import linked_book, target_pages
 from tools.lesson_copies import edition_file, exercises, one_language, with_chinese_code
 
 SCRATCH = ROOT / "build" / "handout"  # what the build and its checks write besides the handouts
@@ -208,21 +209,27 @@ def build_edition(out_dir: Path, lessons: list, edition: Edition, printer: Print
     book.cells = cover_cells(edition, list(zip(parts, starts, strict=True)))
     book.cells += [cell for notebook in editions for cell in notebook.cells] + appendix
     book_html = export_html(book, edition, f"{COURSE[edition.language]} · {edition.title}", "../", book_css)
+    book_html, targets = linked_book(book_html, edition, [stem[:2] for stem in stems])
     whole.write_text(book_html)
     if not printer:
         return counts
     printed = printer.print(whole, book_pdf, reuse_maths=True)
-    for _ in range(2):  # read where each part starts and each name shows; fill in the contents and index, reprint
-        found, texts = part_starts(book_pdf, heads), page_texts(book_pdf)
-        if found is None or texts is None:
+    referred = [""] * len(targets)
+    for _ in range(2):  # read where each part starts and each name shows; fill in contents, index and links; reprint
+        texts = page_texts(book_pdf)
+        if texts is None:
             break
+        found = part_starts(texts, heads)
         # the index is the last part: its own length moves no earlier page
         names = index_pages(lesson_pages(texts, found[0], found[len(titles)]), terms)
-        if found == starts and names == indexed:
+        pages = target_pages(targets, texts, found)
+        if (found, names, pages) == (starts, indexed, referred):
             break
-        starts, indexed = found, names
-        printed = printer.reprint(book_pdf, {".toc-page": [str(n) for n in starts], ".index-pages": indexed})
-    numbers, entries = iter(starts), iter(indexed)
-    book_html = re.sub(r'(?<=<span class="toc-page">)[^<]*', lambda _: str(next(numbers)), book_html)
-    whole.write_text(re.sub(r'(?<=<span class="index-pages">)[^<]*', lambda _: next(entries), book_html))
+        starts, indexed, referred = found, names, pages
+        filled = {".toc-page": [str(n) for n in starts], ".index-pages": indexed, ".xref-page": referred}
+        printed = printer.reprint(book_pdf, filled)
+    for name, values in [("toc-page", [str(n) for n in starts]), ("index-pages", indexed), ("xref-page", referred)]:
+        shown = iter(values)
+        book_html = re.sub(rf'(?<=<span class="{name}">)[^<]*', lambda _, shown=shown: next(shown), book_html)
+    whole.write_text(book_html)
     return counts + [printed]

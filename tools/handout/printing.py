@@ -117,13 +117,10 @@ class Printer:
         self.playwright.stop()
 
 
-def part_starts(pdf: Path, parts: list[str]) -> list[int] | None:
-    """The page each part of a printed book starts on: the first page whose running header (`parts`) names it
-    (pdftotext reads the header as the page's first line in -raw order). None without poppler's pdftotext."""
-    if not shutil.which("pdftotext"):
-        return None
-    text = subprocess.run(["pdftotext", "-raw", str(pdf), "-"], capture_output=True, text=True, check=True).stdout
-    heads = [re.sub(r"\s+", "", " ".join(page.strip().splitlines()[:2])) for page in text.split("\f")]
+def part_starts(texts: list[str], parts: list[str]) -> list[int]:
+    """The page each part of a printed book starts on, from its pages' text (book_index.page_texts): the first page
+    whose running header (`parts`) names it (pdftotext reads the header as the page's first line in -raw order)."""
+    heads = [re.sub(r"\s+", "", " ".join(page.strip().splitlines()[:2])) for page in texts]
     starts = []
     for part in parts:
         key = re.sub(r"\s+", "", part)[:16]
