@@ -44,7 +44,7 @@ from tools.handout.key import answer_key_cells, hints
 from tools.handout.plan import plan_cells, plan_head
 from tools.handout.printing import Printer, part_starts
 from tools.handout.worksheet import worksheet_cells, worksheet_word
-from tools.handout.xref import linked_book, target_pages
+from tools.handout.xref import guessed_pages, linked_book, target_pages
 from tools.lesson_copies import edition_file, exercises, one_language, with_chinese_code
 
 SCRATCH = ROOT / "build" / "handout"  # what the build and its checks write besides the handouts
@@ -210,11 +210,12 @@ def build_edition(out_dir: Path, lessons: list, edition: Edition, printer: Print
     book.cells += [cell for notebook in editions for cell in notebook.cells] + appendix
     book_html = export_html(book, edition, f"{COURSE[edition.language]} · {edition.title}", "../", book_css)
     book_html, targets = linked_book(book_html, edition, [stem[:2] for stem in stems])
-    whole.write_text(book_html)
+    # the first guess for the links' pages too: their labels as long as the right ones, so pages move less
+    referred = guessed_pages(targets, starts) if printer else [""] * len(targets)
+    whole.write_text(filled(book_html, "xref-page", referred))
     if not printer:
         return counts
     printed = printer.print(whole, book_pdf, reuse_maths=True)
-    referred = [""] * len(targets)
     for _ in range(2):  # read where each part starts and each name shows; fill in contents, index and links; reprint
         texts = page_texts(book_pdf)
         if texts is None:
@@ -226,10 +227,15 @@ def build_edition(out_dir: Path, lessons: list, edition: Edition, printer: Print
         if (found, names, pages) == (starts, indexed, referred):
             break
         starts, indexed, referred = found, names, pages
-        filled = {".toc-page": [str(n) for n in starts], ".index-pages": indexed, ".xref-page": referred}
-        printed = printer.reprint(book_pdf, filled)
+        labels = {".toc-page": [str(n) for n in starts], ".index-pages": indexed, ".xref-page": referred}
+        printed = printer.reprint(book_pdf, labels)
     for name, values in [("toc-page", [str(n) for n in starts]), ("index-pages", indexed), ("xref-page", referred)]:
-        shown = iter(values)
-        book_html = re.sub(rf'(?<=<span class="{name}">)[^<]*', lambda _, shown=shown: next(shown), book_html)
+        book_html = filled(book_html, name, values)
     whole.write_text(book_html)
     return counts + [printed]
+
+
+def filled(page: str, name: str, values: list[str]) -> str:
+    """`page` with the text of its `<span class="name">` elements set to `values`, in order."""
+    shown = iter(values)
+    return re.sub(rf'(?<=<span class="{name}">)[^<]*', lambda _: next(shown), page)

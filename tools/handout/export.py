@@ -137,15 +137,18 @@ def page_css(lessons: list[tuple[str, str]], edition: Edition) -> str:
             f".celltag_lesson-{number}:is(.celltag_lang-en, .celltag_lang-zh) h2::before "
             f'{{ content: "{number}." counter(lesson-section) "\\2003"; }}'
         )
-        # Displayed equations numbered as the figures are, (4.2), at the right margin, counted the same way.
-        rules.append(
-            f".celltag_lesson-{number}:is(.celltag_lang-en, .celltag_lang-zh) .MathJax_Display::after "
-            f'{{ content: "({int(number)}." counter(lesson-equation) ")"; }}'
-        )
-    rules.append(".jp-Cell:has(h1) { counter-reset: lesson-section lesson-equation; }")  # a lesson's or part's title
+        # Displayed equations numbered as the figures are, (4.2), at the right margin. Each language counts its
+        # own: a bilingual cell may hold two, and its Chinese twin holds the same two in the same order.
+        for language in ("en", "zh"):
+            rules.append(
+                f".celltag_lesson-{number}.celltag_lang-{language} .MathJax_Display::after "
+                f'{{ content: "({int(number)}." counter(equation-{language}) ")"; }}'
+            )
+    rules.append(".jp-Cell:has(h1) { counter-reset: lesson-section equation-en equation-zh; }")  # a lesson's title
     counted = "zh" if edition.language == "zh" else "en"
     rules.append(f".celltag_lang-{counted} h2 {{ counter-increment: lesson-section; }}")
-    rules.append(f".celltag_lang-{counted} .MathJax_Display {{ counter-increment: lesson-equation; }}")
+    for language in ("en", "zh"):
+        rules.append(f".celltag_lang-{language} .MathJax_Display {{ counter-increment: equation-{language}; }}")
     return "\n".join(rules)
 
 

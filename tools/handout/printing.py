@@ -38,15 +38,16 @@ def pdf_page_count(path: Path) -> int:
 
 # MathJax lays out each formula of a page in turn, and every layout of a whole book costs a few hundred milliseconds:
 # typesetting a book's formulas took 8-10 s of its print. A lesson's page is short, so each formula typeset there is
-# kept (its HTML, keyed by its script's type and TeX; the ids MathJax numbers pages by removed) with the @font-face
-# rules MathJax wrote, and a book printed after its lessons inserts them before MathJax's scripts: the same HTML in
-# the same column width and fonts. Whatever a book has that no lesson had, MathJax typesets as usual.
+# kept (its HTML, keyed by its script's type and TeX; the ids MathJax numbers pages by removed) with the styles and
+# @font-face rules MathJax wrote, and a book printed after its lessons inserts them before MathJax's scripts: the same
+# HTML in the same column width and fonts. Whatever a book has that no lesson had, MathJax typesets as usual.
 KEEP_MATHS = """() => [
   Object.fromEntries(Array.from(document.querySelectorAll('script[type^="math/tex"]'), script => [
     script.type + "\\n" + script.text,
     (script.previousElementSibling?.outerHTML ?? "").replace(/ id="MathJax-Element-\\d+-Frame"/g, ""),
   ]).filter(([, shown]) => /^<(span|div) class="MathJax(_Display)?"/.test(shown))),
-  Array.from(document.querySelectorAll("style"), style => style.textContent).filter(css => css.includes("@font-face")),
+  Array.from(document.querySelectorAll("style"), style => style.textContent)
+    .filter(css => css.includes("MathJax") && !css.includes("Course Sans")),  // MathJax's, not the page's own
 ]"""
 REUSE_MATHS = """([maths, styles]) => new Promise(done => MathJax.Hub.Queue(
   ["PreProcess", MathJax.Hub, document.body],

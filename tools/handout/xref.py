@@ -92,3 +92,8 @@ def target_pages(targets: list[Target], texts: list[str], starts: list[int]) -> 
             page = next((n for n in range(first, last) if key in re.sub(r"\s+", "", texts[n - 1])), first)
         labels.append(PAGE_WORDS[target.language].format(page=page))
     return labels
+
+
+def guessed_pages(targets: list[Target], starts: list[int]) -> list[str]:
+    """Each target's label before the book is printed: its lesson's guessed first page."""
+    return [PAGE_WORDS[target.language].format(page=starts[target.lesson]) for target in targets]
