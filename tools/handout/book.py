@@ -215,7 +215,9 @@ def build_edition(out_dir: Path, lessons: list, edition: Edition, printer: Print
     whole.write_text(filled(book_html, "xref-page", referred))
     if not printer:
         return counts
-    printed = printer.print(whole, book_pdf, reuse_maths=True)
+    # Untagged: this print is only read back (a tagged PDF, which the bookmarks need, takes twice as long to write),
+    # and the book is always printed again, tagged, with its pages filled in.
+    printed, tagged = printer.print(whole, book_pdf, reuse_maths=True, tagged=False), False
     for _ in range(2):  # read where each part starts and each name shows; fill in contents, index and links; reprint
         texts = page_texts(book_pdf)
         if texts is None:
@@ -224,11 +226,11 @@ def build_edition(out_dir: Path, lessons: list, edition: Edition, printer: Print
         # the index is the last part: its own length moves no earlier page
         names = index_pages(lesson_pages(texts, found[0], found[len(titles)]), terms)
         pages = target_pages(targets, texts, found)
-        if (found, names, pages) == (starts, indexed, referred):
+        if (found, names, pages) == (starts, indexed, referred) and tagged:
             break
         starts, indexed, referred = found, names, pages
         labels = {".toc-page": [str(n) for n in starts], ".index-pages": indexed, ".xref-page": referred}
-        printed = printer.reprint(book_pdf, labels)
+        printed, tagged = printer.reprint(book_pdf, labels), True
     for name, values in [("toc-page", [str(n) for n in starts]), ("index-pages", indexed), ("xref-page", referred)]:
         book_html = filled(book_html, name, values)
     whole.write_text(book_html)

@@ -84,9 +84,9 @@ class Printer:
         self.maths: dict[str, str] = {}  # a formula's kind and TeX -> its typeset HTML (see KEEP_MATHS)
         self.maths_styles: set[str] = set()
 
-    def print(self, html_path: Path, pdf_path: Path, reuse_maths: bool = False) -> int:
+    def print(self, html_path: Path, pdf_path: Path, reuse_maths: bool = False, tagged: bool = True) -> int:
         """Print one page; return its page count. Each formula it typesets is kept; with `reuse_maths` (a book of
-        lessons printed before) the page typesets only the formulas not kept."""
+        lessons printed before) the page typesets only the formulas not kept. Untagged, the PDF has no bookmarks."""
         url = html_path.resolve().as_uri() + ("?maths=reuse" if reuse_maths else "")
         self.page.goto(url, wait_until="load")
         if reuse_maths:
@@ -98,7 +98,9 @@ class Printer:
             self.maths_styles.update(styles)
         self.page.evaluate("() => document.fonts.ready.then(() => true)")
         pdf_path.parent.mkdir(parents=True, exist_ok=True)
-        self.page.pdf(path=str(pdf_path), prefer_css_page_size=True, print_background=True, outline=True, tagged=True)
+        self.page.pdf(
+            path=str(pdf_path), prefer_css_page_size=True, print_background=True, outline=tagged, tagged=tagged
+        )
         return pdf_page_count(pdf_path)
 
     def reprint(self, pdf_path: Path, texts: dict[str, list[str]]) -> int:
