@@ -84,7 +84,7 @@ def environment_report() -> str:
 
 def _use_notebook_display() -> None:
     """In a notebook: short errors (the line of a cell that raised, then `Type: message`), and figures stored at 2x
-    pixel density."""
+    pixel density with a vector copy."""
     try:
         from IPython import get_ipython
     except ImportError:  # plain Python: nothing to configure
@@ -95,8 +95,33 @@ def _use_notebook_display() -> None:
     # A learner needs the failing line and `Type: message`, not 60 frames of PyTorch internals.
     shell.InteractiveTB.set_mode(mode="Minimal")  # what %xmode Minimal does, without its printed notice
     _show_raising_line(shell)
-    # 2x PNGs display at the same size but print sharp (200 ppi at figure.dpi 100).
+    # 2x PNGs display at the same size and stay sharp on a high-density screen (200 ppi at figure.dpi 100).
+    _keep_a_vector_copy()
     shell.run_line_magic("config", "InlineBackend.figure_formats = ['retina']")
+
+
+def _keep_a_vector_copy() -> None:
+    """Each figure's PNG output also carries the figure as SVG, in its metadata (`vector_copy`), for the printed
+    handout (tools/handout/editions.py): Lab shows the PNG, and nbval compares an output's data, not its metadata.
+    IPython builds the inline backend's PNG formatter from `pylabtools.retina_figure` each time it selects formats,
+    so the copy is added there."""
+    from IPython.core import pylabtools
+
+    retina = pylabtools.retina_figure
+    if getattr(retina, "keeps_vector_copy", False):
+        return  # setup_notebook() runs again on a second Run All
+
+    def retina_with_vector_copy(figure, base64=False, **kwargs):
+        made = retina(figure, base64=base64, **kwargs)
+        if made is None:  # an empty figure shows nothing
+            return None
+        data, metadata = made
+        # No date in the SVG, so that the same figure is the same text on every run.
+        svg = pylabtools.print_figure(figure, fmt="svg", metadata={"Date": None}, **kwargs)
+        return data, {**metadata, "vector_copy": svg}
+
+    retina_with_vector_copy.keeps_vector_copy = True
+    pylabtools.retina_figure = retina_with_vector_copy
 
 
 def _show_raising_line(shell) -> None:

@@ -190,3 +190,29 @@ BAD_CALLS = [
     bad(course.setup_notebook, (2**32,), ValueError, "seed must be between 0 and 2**32 - 1", "too-large"),
     bad(course.show_source, (3,), TypeError, "takes a function, method or class", "not-code"),
 ]
+
+
+def test_a_figure_output_keeps_an_svg_copy_without_a_date_and_the_same_png(monkeypatch):
+    from IPython.core import pylabtools
+    from matplotlib.figure import Figure
+
+    monkeypatch.setattr(pylabtools, "retina_figure", pylabtools.retina_figure)  # undone after the test
+    monkeypatch.setitem(mpl.rcParams, "svg.hashsalt", "tensor-by-tensor")  # as use_course_style sets it
+    plain = pylabtools.retina_figure
+    course._keep_a_vector_copy()
+    course._keep_a_vector_copy()  # a second Run All wraps it once, not twice
+    wrapped = pylabtools.retina_figure
+    assert wrapped is not plain and wrapped.keeps_vector_copy
+
+    def figure():
+        drawn = Figure(figsize=(2, 1))
+        drawn.add_subplot().plot([0, 1], [1, 0])
+        return drawn
+
+    expected = plain(figure(), base64=True, bbox_inches="tight")  # what a figure's first draw gives without a copy
+    png, metadata = wrapped(figure(), base64=True, bbox_inches="tight")
+    assert (png, {k: v for k, v in metadata.items() if k != "vector_copy"}) == expected
+    svg = metadata["vector_copy"]
+    assert svg.lstrip().startswith("<?xml") and "<svg" in svg and "<path" in svg
+    assert "<dc:date>" not in svg and svg == wrapped(figure(), base64=True, bbox_inches="tight")[1]["vector_copy"]
+    assert wrapped(Figure(), base64=True) is None  # an empty figure still shows nothing

@@ -1161,3 +1161,33 @@ def test_a_link_to_a_section_no_lesson_has_stops_the_build():
     fixed, targets = linked_book(page.replace("Nowhere", "Somewhere"), Edition("en", "student"), ["01", "02"])
     assert '<a href="#02-Somewhere">lesson 02</a><span class="xref-page"></span>' in fixed
     assert [(t.lesson, t.heading) for t in targets] == [(1, "S")]
+
+
+def figure_outputs(notebook: nbformat.NotebookNode) -> list[dict]:
+    """A notebook's figure outputs (a PNG, as the lessons store them)."""
+    return [o for c in notebook.cells for o in c.get("outputs", []) if "image/png" in o.get("data", {})]
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_every_stored_figure_keeps_its_vector_copy(language):
+    from tools.lesson_copies import edition_file
+
+    figures = 0
+    for path in LESSONS:
+        notebook = nbformat.read(edition_file(path, language) if language == "zh" else path, as_version=4)
+        for output in figure_outputs(notebook):
+            svg = output.metadata["image/png"].get("vector_copy", "")
+            assert "<svg" in svg and "<dc:date>" not in svg, f"{path.name}: re-run `make execute`"
+            figures += 1
+    assert figures >= 20
+
+
+@handout
+@pytest.mark.parametrize("edition", EDITIONS, ids=lambda e: e.name)
+def test_every_figure_prints_as_a_vector_drawing(edition):
+    for path in LESSONS:
+        page = (HANDOUT / "html" / edition.name / f"{path.stem}.html").read_text(encoding="utf-8")
+        assert 'class="jp-RenderedImage' not in page, f"a bitmap figure in {edition.name}/{path.stem}"
+        if figure_outputs(lesson(path)):
+            assert 'class="jp-RenderedSVG' in page, f"no figure in {edition.name}/{path.stem}"
+    assert 'class="jp-RenderedImage' not in (HANDOUT / "html" / f"{edition.name}.html").read_text(encoding="utf-8")

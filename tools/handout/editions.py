@@ -147,6 +147,10 @@ def edition_notebook(notebook: nbformat.NotebookNode, edition: Edition, number: 
                 cell.metadata["tags"] = [t for t in tags if t != "teacher-solution"] + ["answer-area"]
     figure = 0
     for cell in result.cells:
+        for output in cell.get("outputs", []):  # a figure prints as its vector copy (companion/course.py)
+            if svg := output.get("metadata", {}).get("image/png", {}).get("vector_copy"):
+                output.data = {"image/svg+xml": svg}
+                output.metadata = {}
         tags = cell.metadata.setdefault("tags", [])
         if number:
             tags.append(f"lesson-{number}")
