@@ -217,7 +217,7 @@ def build_edition(out_dir: Path, lessons: list, edition: Edition, printer: Print
         return counts
     # Untagged: this print is only read back (a tagged PDF, which the bookmarks need, takes twice as long to write),
     # and the book is always printed again, tagged, with its pages filled in.
-    printed, tagged = printer.print(whole, book_pdf, reuse_maths=True, tagged=False), False
+    printed, tagged = printer.print(whole, book_pdf, tagged=False), False
     for _ in range(2):  # read where each part starts and each name shows; fill in contents, index and links; reprint
         texts = page_texts(book_pdf)
         if texts is None:

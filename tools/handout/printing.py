@@ -37,10 +37,11 @@ def pdf_page_count(path: Path) -> int:
 
 
 # MathJax lays out each formula of a page in turn, and every layout of a whole book costs a few hundred milliseconds:
-# typesetting a book's formulas took 8-10 s of its print. A lesson's page is short, so each formula typeset there is
-# kept (its HTML, keyed by its script's type and TeX; the ids MathJax numbers pages by removed) with the styles and
-# @font-face rules MathJax wrote, and a book printed after its lessons inserts them before MathJax's scripts: the same
-# HTML in the same column width and fonts. Whatever a book has that no lesson had, MathJax typesets as usual.
+# typesetting a book's formulas took 8-10 s of its print. So each formula is typeset once per printer, on the first
+# (short) lesson page that has it, and kept (its HTML, keyed by its script's type and TeX; the ids MathJax numbers
+# pages by removed) with the styles and @font-face rules MathJax wrote; every later page, a book of the lessons
+# printed before or the same lesson in another edition, inserts them before MathJax's scripts: the same HTML in the
+# same column width and fonts. Whatever a page has that no page before it had, MathJax typesets as usual.
 KEEP_MATHS = """() => [
   Object.fromEntries(Array.from(document.querySelectorAll('script[type^="math/tex"]'), script => [
     script.type + "\\n" + script.text,
@@ -84,15 +85,12 @@ class Printer:
         self.maths: dict[str, str] = {}  # a formula's kind and TeX -> its typeset HTML (see KEEP_MATHS)
         self.maths_styles: set[str] = set()
 
-    def print(self, html_path: Path, pdf_path: Path, reuse_maths: bool = False, tagged: bool = True) -> int:
-        """Print one page; return its page count. Each formula it typesets is kept; with `reuse_maths` (a book of
-        lessons printed before) the page typesets only the formulas not kept. Untagged, the PDF has no bookmarks."""
-        url = html_path.resolve().as_uri() + ("?maths=reuse" if reuse_maths else "")
-        self.page.goto(url, wait_until="load")
-        if reuse_maths:
+    def print(self, html_path: Path, pdf_path: Path, tagged: bool = True) -> int:
+        """Print one page; return its page count. The page typesets only the formulas that no page printed before
+        typeset, and those are kept in turn. Untagged, the PDF has no bookmarks."""
+        self.page.goto(html_path.resolve().as_uri() + "?maths=reuse", wait_until="load")
+        if self.page.evaluate("() => window.MathJax !== undefined"):
             self.page.evaluate(REUSE_MATHS, [self.maths, sorted(self.maths_styles)])
-        else:
-            self.page.evaluate("() => new Promise(done => window.MathJax ? MathJax.Hub.Queue(done) : done())")
             formulas, styles = self.page.evaluate(KEEP_MATHS)
             self.maths.update(formulas)
             self.maths_styles.update(styles)
