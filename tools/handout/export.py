@@ -34,6 +34,7 @@ PAGES = jinja2.Environment(
     loader=jinja2.FileSystemLoader(TEMPLATES / "handout"), autoescape=True, keep_trailing_newline=True
 )
 HTML_LANG = {"en": "en", "zh": "zh-CN", "bilingual": "en"}
+CELL = re.compile(r'(?=<div [^>]*class="jp-Cell )')  # where each cell of an exported page starts: split on it
 # Each source line in a span of its own, so that a line too long for the page wraps with a hanging indent (CSS).
 HIGHLIGHT = Highlight2HTML(pygments_lexer="ipython3", extra_formatter_options={"linespans": "line"})
 
@@ -109,7 +110,7 @@ def export_html(
 def unlisted_twin_headings(page: str) -> str:
     """The bilingual page with the headings of its Chinese cells kept out of the PDF outline (role="presentation"):
     a section is one bookmark, its English heading, not two."""
-    cells = re.split(r'(?=<div [^>]*class="jp-Cell )', page)
+    cells = CELL.split(page)
     for i, cell in enumerate(cells):
         if re.search(r'<div class="jp-RenderedHTMLCommon jp-RenderedMarkdown[^"]*\bcelltag_lang-zh\b', cell):
             cells[i] = re.sub(r"<(h[1-6])(?=[\s>])", r'<\1 role="presentation"', cell)

@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from urllib.parse import quote, unquote
 
 from tools.handout.editions import Edition
+from tools.handout.export import CELL
 
 PAGE_WORDS = {"en": " (p. {page})", "zh": "（第 {page} 页）"}
-CELL = re.compile(r'(?=<div [^>]*class="jp-Cell )')
 LINK = re.compile(r'<a href="(?:[\w-]+/)?(?:(\d\d)-[\w-]+\.html)?(?:#([^"]*))?">(.*?)</a>', re.S)
 
 
