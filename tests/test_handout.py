@@ -20,7 +20,7 @@ import pytest
 
 from tools import zh_code
 from tools.course import CHINESE_CHARACTERS, CJK, NOTEBOOK_DIR, ROOT, exercise_tables, lesson_files, tags
-from tools.handout.book_index import index_terms, page_texts, pattern, shows
+from tools.handout.book_index import index_pages, index_terms, page_texts, pattern, shows
 from tools.handout.bundle import bundle_leaks, reference_answers, student_bundle
 from tools.handout.editions import EDITIONS, WORDS, Edition, edition_notebook, lesson_pdf, lesson_title, word
 from tools.handout.export import index_page, page_css
@@ -311,6 +311,13 @@ def test_index_terms_are_the_taught_names_each_once_and_found_as_whole_names():
     assert terms.index("torch.cat") < terms.index("DataLoader")  # sorted without the torch. prefix
     assert pattern(".sum").search("x.sum(dim=0)") and not pattern(".sum").search("x.sum_to_size(3)")
     assert pattern("torch.cat").search("torch.cat([a, b])") and not pattern("torch.cat").search("torch.catx")
+
+
+def test_index_pages_finds_a_name_as_written_or_broken_over_lines_and_lists_its_first_pages():
+    pages = {3: "x = torch.cat([a, b])", 4: "y = torch.\ncat(z)", 5: "torch.catx, concat", 6: "torch.\ncatx"}
+    pages |= {n: f"line {n}: a.sum()" for n in range(10, 20)}
+    found = index_pages(pages, ["torch.cat", ".sum", ".sum_", "torch.stack"])
+    assert found == ["3, 4", "10, 11, 12, 13, 14, 15, 16, 17, …", "", ""]
 
 
 @handout

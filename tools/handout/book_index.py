@@ -43,9 +43,14 @@ def pattern(term: str) -> re.Pattern:
     return re.compile(rf"(?<![\w]){re.escape(term)}(?![\w])" if term[0] != "." else rf"{re.escape(term)}(?!\w)")
 
 
+def unbroken(text: str) -> str:
+    """A page's text with a name broken over two lines (a long name in a narrow column) joined again."""
+    return re.sub(r"(?<=[\w.])\s*\n\s*(?=[\w.])", "", text)
+
+
 def shows(term: str, text: str) -> bool:
-    """Whether a page's text shows `term`: as written, or broken over two lines (a long name in a narrow column)."""
-    return bool(pattern(term).search(text) or pattern(term).search(re.sub(r"(?<=[\w.])\s*\n\s*(?=[\w.])", "", text)))
+    """Whether a page's text shows `term`: as written, or broken over two lines."""
+    return bool(pattern(term).search(text) or pattern(term).search(unbroken(text)))
 
 
 def page_texts(pdf: Path) -> list[str] | None:
@@ -63,9 +68,14 @@ def lesson_pages(texts: list[str], first: int, last: int) -> dict[int, str]:
 
 def index_pages(pages: dict[int, str], terms: list[str]) -> list[str]:
     """For each term, the book pages that show it, as the index prints them: "12, 15, 40" (at most MOST_PAGES)."""
+    # Each page joined once, each pattern compiled once, and searched only on pages that hold its letters (a name
+    # has no space, so wherever it shows, as written or broken, the joined text holds it): `shows`, term by page,
+    # took 9 s of a book's build.
+    readings = [(n, text, unbroken(text)) for n, text in sorted(pages.items())]
     found = []
     for term in terms:
-        numbers = [n for n, text in sorted(pages.items()) if shows(term, text)]
+        name = pattern(term)
+        numbers = [n for n, text, joined in readings if term in joined and (name.search(text) or name.search(joined))]
         shown = ", ".join(str(n) for n in numbers[:MOST_PAGES])
         found.append(shown + (", …" if len(numbers) > MOST_PAGES else ""))
     return found
