@@ -14,6 +14,7 @@ import tomllib
 import zipfile
 from html.parser import HTMLParser
 from pathlib import Path
+from urllib.parse import quote
 
 import nbformat
 import pytest
@@ -1154,8 +1155,10 @@ def test_the_books_cross_references_link_inside_it_and_print_the_pages_they_lead
         else:
             words = re.sub(r"\s+|¶", "", html.unescape(re.sub(r"<[^>]+>", "", heading)))
             assert words in re.sub(r"\s+", "", texts[number - 1]), (text, label, words)
-    links = len(re.findall(rb"/Subtype\s*/Link", (HANDOUT / "pdf" / f"{edition.name}.pdf").read_bytes()))
-    assert links >= len(refs), "the PDF's links are clickable"
+    pdf = (HANDOUT / "pdf" / f"{edition.name}.pdf").read_bytes()
+    assert len(re.findall(rb"/Subtype\s*/Link", pdf)) >= len(refs), "the PDF's links are clickable"
+    names = re.findall(rb"/Dest\s*/([^\s/\[\]<>()]+)", pdf)  # where each link leads, by name
+    assert names and max(map(len, names)) <= 127, "a PDF name has at most 127 bytes"
 
 
 def test_a_link_to_a_section_no_lesson_has_stops_the_build():
@@ -1170,6 +1173,22 @@ def test_a_link_to_a_section_no_lesson_has_stops_the_build():
     fixed, targets = linked_book(page.replace("Nowhere", "Somewhere"), Edition("en", "student"), ["01", "02"])
     assert '<a href="#02-Somewhere">lesson 02</a><span class="xref-page"></span>' in fixed
     assert [(t.lesson, t.heading) for t in targets] == [(1, "S")]
+
+
+def test_a_link_to_a_chinese_heading_leads_to_a_short_ascii_id():
+    from tools.handout.xref import linked_book
+
+    # nbconvert's id is the heading's text percent-encoded, and Chromium names a PDF destination after it: 15
+    # Chinese characters pass the 127 bytes a PDF name may have.
+    heading = "第二节：什么时候该用哪一种统计量呢"
+    cell = '<div class="jp-Cell x"><div class="celltag_lesson-{n}"><h1 id="{n}-T">T</h1>{body}</div></div>'
+    body = f'<h2 id="{quote(heading)}">{heading}<a class="anchor-link" href="#{quote(heading)}">¶</a></h2>'
+    link = f'<a href="zh-student/02-b.html#{quote(heading)}">第 02 课</a>'
+    page = cell.format(n="01", body=link) + cell.format(n="02", body=body)
+    fixed, targets = linked_book(page, Edition("zh", "student"), ["01", "02"])
+    assert '<a href="#02-h2">第 02 课</a>' in fixed and '<h2 id="02-h2">' in fixed and 'href="#02-h2">¶' in fixed
+    assert quote(heading) not in fixed
+    assert [(t.lesson, t.heading) for t in targets] == [(1, heading)]
 
 
 def figure_outputs(notebook: nbformat.NotebookNode) -> list[dict]:

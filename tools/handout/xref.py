@@ -3,7 +3,10 @@
 contents' pages are (tools/handout/book.py).
 
 In the book every heading id is made unique by its lesson's number ("05-Padding"): two lessons may have a section of
-the same name, and a link must reach its own lesson's.
+the same name, and a link must reach its own lesson's. A heading id that spells more than ASCII (nbconvert
+percent-encodes a Chinese heading's text into its id, 9 bytes a character) becomes the lesson's number and the
+heading's place in it ("05-h3"): Chromium names a PDF link's destination after its id, and those names outgrew the
+127 bytes a PDF name may have (poppler warned at every read of a Chinese book).
 """
 
 import html
@@ -30,15 +33,21 @@ class Target:
 def linked_book(page: str, edition: Edition, numbers: list[str]) -> tuple[str, list[Target]]:
     """The book's HTML with its lessons' links made internal, each followed by an empty `xref-page` span for its
     page, and the target of each span in order."""
-    cells, titles = CELL.split(page), {}
+    cells, titles, final, seen = CELL.split(page), {}, {}, {}
     for i, cell in enumerate(cells):  # heading ids unique per lesson; a lesson's first h1 is its title
         if lesson := lesson_of(cell):
             cell = re.sub(r'(<h[1-6][^>]*? id="|<a class="anchor-link" href="#)', rf"\g<1>{lesson}-", cell)
+            for unique in re.findall(r'<h[1-6][^>]*? id="([^"]*)"', cell):
+                seen[lesson] = seen.get(lesson, 0) + 1
+                final.setdefault(unique, unique if unquote(unique).isascii() else f"{lesson}-h{seen[lesson]}")
+                cell = cell.replace(f'id="{unique}"', f'id="{final[unique]}"').replace(
+                    f'href="#{unique}"', f'href="#{final[unique]}"'
+                )
             if lesson not in titles and (title := re.search(r'<h1[^>]*? id="([^"]*)"', cell)):
                 titles[lesson] = title.group(1)
             cells[i] = cell
     page = "".join(cells)
-    ids = set(re.findall(r'<h[1-6][^>]*? id="([^"]*)"', page))
+    ids = set(final)  # the ids a lesson's links name, each lesson's number before it
     targets: list[Target] = []
     cells = CELL.split(page)
     for i, cell in enumerate(cells):
@@ -53,6 +62,7 @@ def linked_book(page: str, edition: Edition, numbers: list[str]) -> tuple[str, l
             anchor = heading_id(ids, number, fragment) if fragment else None
             if fragment and anchor is None:
                 raise ValueError(f"lesson {lesson} links to #{fragment} of lesson {number}, which has no such heading")
+            anchor = final.get(anchor)
             targets.append(Target(numbers.index(number), heading_text(page, anchor) if anchor else "", language))
             return f'<a href="#{anchor or titles[number]}">{text}</a><span class="xref-page"></span>'
 
